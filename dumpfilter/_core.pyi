@@ -19,7 +19,7 @@ __all__ = [
     "KIND_INSERT_SELECT", "KIND_REPLACE", "KIND_REPLACE_SELECT", "KIND_UPDATE", "ROW_KEEP",
     "ROW_PARTIAL", "ROW_SKIP", "ROW_SLOW", "SKIP_EMPTY", "SKIP_HEARTBEAT", "SKIP_PLACEHOLDER",
     "SKIP_STOP", "UNIT_WORDS", "AssembleConfig", "AssembleCounts", "AssembleResult", "BodyReach",
-    "DomainSeq", "FlagWords", "GtidRun", "HopResult", "KeyUse", "KeysUsed", "LoneGroup",
+    "CountJob", "CountResult", "DomainSeq", "FlagWords", "GtidRun", "HopResult", "KeyUse", "KeysUsed", "LoneGroup",
     "LoneQueries", "LoneQuery", "LoneText", "MysqlGtids", "ObjectTarget", "QualifiedName",
     "RelayResult", "Relayed", "Rename", "Renumbered", "ReplicaFrames", "RouteOutput", "ScanFault",
     "ScanResult", "Scanner", "SendConfig", "SendResult", "SetColumn", "SplitRoute", "StatementEnd",
@@ -271,6 +271,39 @@ class StatementPieces:
     @property
     def queries(self) -> bytes:
         """u64 per statement: its Query event's offset in its unit's part's buffer."""
+
+
+@final
+class CountJob:
+    """One stream for `UnitList.count_many`: its answers per unit (`UnitList.rows`), keep bytes
+    per name id, walk configuration, the size of a Heartbeat it still owes (0: none), its keep
+    byte per statement key id (None: statement units not cut by key)."""
+
+    def __new__(cls, row: bytes, keep: bytes, config: SendConfig, owed: int = 0,
+                stmt_keep: bytes | None = None) -> Self: ...
+    @property
+    def row(self) -> bytes: ...
+    @property
+    def keep(self) -> bytes: ...
+    @property
+    def config(self) -> SendConfig: ...
+    @property
+    def owed(self) -> int: ...
+    @property
+    def stmt_keep(self) -> bytes | None: ...
+
+
+@final
+class CountResult(_Record):
+    """`UnitList.count_many`: one job's count (`walk`), and per time bucket the bytes it read and
+    was sent (Heartbeats and skip forms included)."""
+
+    @property
+    def walk(self) -> SendResult: ...
+    @property
+    def read_by_bucket(self) -> list[int]: ...
+    @property
+    def sent_by_bucket(self) -> list[int]: ...
 
 
 @final
@@ -1063,14 +1096,15 @@ class UnitList:
         """The bytes of the statement units decided by keys among units[:n] by table, after
         `statement_units`: `group_of` a group per key id, `table_of` a table id per group."""
     def count(self, row: bytes, keep: bytes, start: int, config: SendConfig, pending: int = 0,
-              stmt_keep: bytes | None = None, forms: bytes | None = None) -> SendResult:
+              stmt_keep: bytes | None = None) -> SendResult:
         """`send`'s walk to the end of the list, counted, never assembled (`out` is empty;
         `config`'s batch bytes and limit not read); `pending`: the size of a Heartbeat still owed
-        (0: none); `forms`: `skip_forms` under `config`'s policy, each skipped unit's form made
-        once for every slave (see count_forms.rs)."""
-    def skip_forms(self, skip: int, crc: bool) -> bytes:
-        """Every unit's form if skipped whole under skip policy `skip` (SKIP_PLACEHOLDER,
-        SKIP_EMPTY; `crc`: checksummed events), packed for `count`; after `statement_units`."""
+        (0: none). Skipped units' forms are made once per policy for every later call (see
+        count_walk.rs)."""
+    def count_many(self, jobs: list[CountJob], starts: list[int], carry: int) -> list[CountResult]:
+        """Every job's `count` from unit `starts[0]` to the end of the list in one call, cut into
+        time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
+        `carry` bytes), after `statement_units` (see count_walk::count_many)."""
 
 
 @final

@@ -21,6 +21,7 @@ mod sent;
 mod split;
 mod stmt_pieces;
 mod unit_list;
+mod unit_list_counts;
 mod unit_list_reads;
 mod verify_forms;
 
@@ -94,6 +95,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stmt_pieces::StatementPieces>()?;
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     m.add_class::<sent::SendConfig>()?;
+    m.add_class::<unit_list_counts::CountJob>()?;
     m.add_class::<scanner::AssembleConfig>()?;
     results::add_records(m)?;
     facts::register(m)?;

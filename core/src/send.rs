@@ -90,7 +90,8 @@ enum Owed<'a> {
 /// until a unit it cannot handle, or the batch is full: what it sends, as `pieces` (see
 /// `Sent::fill`). `bufs` are the parts' buffers. Never panics: a unit or answer out of range ends
 /// the walk. The walk checks every range it records against its buffer, so `fill` cannot go out
-/// of bounds.
+/// of bounds. Counting only (`count_only`), it is the count mode's walk of the units it does not
+/// count by their sums (`count_walk`), one at a time.
 pub fn walk(
     plan: &UnitList,
     bufs: &[&[u8]],
@@ -99,11 +100,6 @@ pub fn walk(
     from: usize,
     opt: &SendOptions,
 ) -> Sent {
-    if opt.count_only && opt.limit == u64::MAX && opt.skip <= SKIP_HEARTBEAT {
-        if let Some(s) = walk_counting(plan, bufs, row, keep, from, opt) {
-            return s;
-        }
-    }
     let keys = opt.stmts.map_or(0, |(_, k)| k.len());
     let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
@@ -436,97 +432,10 @@ fn cut(
     Some((Cut::Parts(parts), events))
 }
 
-/// `walk` for a caller that counts only and sets no batch limit (`experiment`'s `UnitList.count`),
-/// from the list's sums: a run of units kept or skipped whole costs its answer bytes, not a read
-/// of each unit's record (64 slaves each walked every unit). The same counts as `walk`; None
-/// where the list's units do not all lie in order inside the given buffers (`walk` then stops
-/// at the first that does not).
-fn walk_counting(
-    plan: &UnitList,
-    bufs: &[&[u8]],
-    row: &[u8],
-    keep: &[u8],
-    from: usize,
-    opt: &SendOptions,
-) -> Option<Sent> {
-    let sums = plan.sums();
-    let inside = sums
-        .part_end
-        .iter()
-        .enumerate()
-        .all(|(p, end)| bufs.get(p).is_some_and(|b| *end <= b.len()));
-    if !sums.sound || !inside {
-        return None;
-    }
-    let between = |i: usize, j: usize| {
-        (
-            sums.bytes[j] - sums.bytes[i],
-            sums.events[j] - sums.events[i],
-        )
-    };
-    let mut s = Sent::default();
-    let n = row.len().min(plan.units.len());
-    let (mut given, mut owed) = (opt.pending.map(<[u8]>::len), None::<usize>);
-    let flush = |s: &mut Sent, given: &mut Option<usize>, owed: &mut Option<usize>| {
-        let size = match (given.take(), owed.take()) {
-            (Some(len), _) => {
-                s.pending_done = true;
-                len
-            }
-            (None, Some(k)) => plan.heartbeat_len(k, opt.heartbeat_crc),
-            (None, None) => return,
-        };
-        s.heartbeats += 1;
-        s.heartbeat_bytes += size as u64;
-    };
-    let mut i = from.min(n);
-    while i < n {
-        let answer = row[i];
-        let j = match answer {
-            KEEP | SKIP => run_end(&row[..n], i),
-            _ => i + 1,
-        };
-        match answer {
-            KEEP => {
-                flush(&mut s, &mut given, &mut owed);
-                let (bytes, events) = between(i, j);
-                s.sent_bytes += bytes;
-                s.sent_events += events;
-                s.kept += (j - i) as u64;
-            }
-            SKIP if opt.skip == SKIP_HEARTBEAT => {
-                if given.take().is_some() {
-                    s.pending_done = true;
-                }
-                owed = Some(j - 1);
-                s.skipped += (j - i) as u64;
-            }
-            PARTIAL if opt.partial_ok => {
-                let buf = bufs[plan.units[i].part as usize];
-                let Some((cut, events)) = cut(plan, i, buf, keep, opt) else {
-                    break;
-                };
-                flush(&mut s, &mut given, &mut owed);
-                s.sent_bytes += cut.len();
-                s.sent_events += events;
-                s.partial += 1;
-            }
-            _ => break,
-        }
-        let (bytes, events) = between(i, j);
-        s.read_bytes += bytes;
-        s.read_events += events;
-        i = j;
-    }
-    s.next = i;
-    s.pending = owed;
-    Some(s)
-}
-
 /// The end of the run of equal answers that starts at `i` (the first index after it whose answer
 /// differs, or the row's length), read eight answers at a time: 64 slaves' counting walks each
 /// read every answer byte of a segment.
-fn run_end(row: &[u8], i: usize) -> usize {
+pub(crate) fn run_end(row: &[u8], i: usize) -> usize {
     let answer = row[i];
     let pattern = u64::from_ne_bytes([answer; 8]);
     let mut j = i + 1;

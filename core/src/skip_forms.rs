@@ -239,13 +239,14 @@ pub(crate) fn empty(
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
     let gtid = raw.get(..gtid_size)?;
-    let flags2 = *gtid.get(HEADER_LEN + 12)?;
     let crc_len = if crc { 4 } else { 0 };
     if gtid_size < HEADER_LEN + 13 + crc_len {
         return None;
     }
     let commit = made_query_len(COMMIT_BODY, crc);
     if let Some(out) = out {
+        // (read only where the form is made: a count reads no byte past the GTID's type)
+        let flags2 = gtid[HEADER_LEN + 12];
         let standalone = MARIADB_FL_STANDALONE | MARIADB_FL_DDL;
         if flags2 & standalone != 0 {
             // A filtered DDL becomes an ordinary empty group closed by COMMIT: a standalone GTID

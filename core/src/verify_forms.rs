@@ -79,7 +79,7 @@ fn relayed_form(
             made.is_some()
         }
         SKIP_PLACEHOLDER => {
-            // A statement unit's framing is the pieces every stream keeps (count_forms::form).
+            // A statement unit's framing is the pieces every stream keeps (count_walk::form).
             let framing: Option<Vec<(usize, usize)>> = match st.and_then(|st| pieces_of(st, k)) {
                 Some(pieces) if u.lo == u32::MAX => Some(
                     pieces

@@ -18,9 +18,11 @@ For every slave of a topology and every unit of a chunk: the events and bytes a 
 The chunk is scanned once, whatever the number of slaves, by the compiled scanner into the core's
 UnitList (the master's own unit index); each slave's answer per unit comes from its keep byte per
 table name and statement key (`KeepTable`, the one `filter` uses) through `UnitList.rows_many` (every slave's at
-once), and `UnitList.count` walks it as the master's `UnitList.send` does, counting, never copying
-(under the placeholder and empty-transaction policies each skipped unit's form made once per
-buffer for every slave: `UnitList.skip_forms`). What the core leaves (control events, DDL,
+once), and the core's count walk counts it as the master's `UnitList.send` sends it, never copying:
+every slave whose answers leave no unit of the buffer to Python in one call for all of them
+(`UnitList.count_many`, a run of units costing its ends; under the placeholder and
+empty-transaction policies each skipped unit's form made once per buffer), the others slave by
+slave (`UnitList.count`, tasks.count_walks). What the core leaves (control events, DDL,
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
 annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`RuleGroup`):
 a unit so kept or skipped whole goes back to every slave's compiled walk.
@@ -33,12 +35,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
@@ -49,6 +51,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, RunDone, RunKey, keep_of
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
@@ -64,10 +67,6 @@ if TYPE_CHECKING:
     from dumpfilter.rules.ruleset import RuleSet, Settings
     from dumpfilter.topology import SlaveSpec
 
-# All that decides a compiled run of one slave (`_SlaveCounter.run_key`), and what the run did:
-# (the next unit, the deltas of its counts, its stream's state after it).
-RunKey = tuple[int, int, bytes, "bytes | None", bytes, str, bool, bool, bool, bool]
-RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
 
 _NOT_FORWARDED = (EventType.HEARTBEAT, EventType.HEARTBEAT_V2)  # read by the master's stream, never sent
 
@@ -155,26 +154,30 @@ class _SlaveCounter:
         c.events_skipped += max(0, events)
         c.bytes_skipped += max(0, size)
 
+    def config(self, crc: bool) -> _core.SendConfig:
+        return _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept, server_id=0,
+                                heartbeat_crc=crc)
+
     def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
-            stmt_keep: bytes | None = None, forms: dict[tuple[int, bool], bytes] | None = None) -> int:
+            stmt_keep: bytes | None = None) -> int:
         """Units i.. of `units` as the master's `UnitList.send` walks them (one call, counted);
-        returns the first unit the walk left to `unit`. `forms`: the buffer's skipped-unit forms
-        per (skip code, checksums) (`UnitList.skip_forms`), made by the first slave counted
-        under the placeholder or empty-transaction policy for every other."""
-        c = self.out.counts
+        returns the first unit the walk left to `unit`. (The skipped units' forms under the
+        placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
         if row[i] == ROW_SLOW:
             return i
-        if row[i] == ROW_SKIP and self.policy.skips_as_heartbeat and not self.sent_any and not self.pending:
+        self.lead(row[i])
+        r = units.count(row, keep, i, self.config(crc), self.out.heartbeat_size if self.pending else 0, stmt_keep)
+        self.walked(r)
+        return r.next
+
+    def lead(self, answer: int) -> None:
+        """A walk starts at a unit with `answer`: a skip before anything is sent leads the chunk."""
+        if answer == ROW_SKIP and self.policy.skips_as_heartbeat and not self.sent_any and not self.pending:
             self.out.leading_skip = True
-        owed = self.out.heartbeat_size if self.pending else 0
-        skip = self.policy.walk_skip
-        config = _core.SendConfig(skip=skip, partial_ok=self.policy.partial_as_kept, server_id=0, heartbeat_crc=crc)
-        made = None
-        if forms is not None and skip in (_core.SKIP_PLACEHOLDER, _core.SKIP_EMPTY):
-            made = forms.get((skip, crc))
-            if made is None:
-                made = forms[(skip, crc)] = units.skip_forms(skip, crc)
-        r = units.count(row, keep, i, config, owed, stmt_keep, made)
+
+    def walked(self, r: _core.SendResult) -> None:
+        """What one count walk read and sent (`UnitList.count`, or a job of `count_many`), added."""
+        c = self.out.counts
         c.add_walk(r)
         c.kept_events += r.sent_events
         if r.skip_bytes:
@@ -182,7 +185,6 @@ class _SlaveCounter:
         if r.kept or r.partial or r.skip_units:
             self.sent_any = True
         self.pending = r.pending_unit >= 0 or (self.pending and not r.pending_done)
-        return r.next
 
     def unit(self, txn: Transaction, k: int) -> None:
         """Unit `k` of the buffer (`txn`) the general way: its rule group's answer (`RuleGroup.result`,
@@ -411,7 +413,6 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # differ only in tables the run does not name) are walked once: what the first one's walk did
     # is done again for the others.
     runs: dict[RunKey, RunDone] = {}
-    forms: dict[tuple[int, bool], bytes] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
     keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters if c.compiled))
@@ -419,111 +420,71 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs are looked up and recorded only where two slaves could walk one alike (each slave's
     # answers per statement key: its keep table's, made once for the slaves that share it).
     signatures = [(c.keeps.tables(names) if c.compiled else None,
-                   _keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None, c.policy_name,
+                   keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None, c.policy_name,
                    c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     lone.buffer(units, formats, txn)
     for group in {id(c.group): c.group for c in counters}.values():
         group.buffer(lone)
+    walks = []
     for counter in counters:
         counter.out.tables = tables
-        _walk(_CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None, rows,
-                         forms, by_keys, formats), bounds, width)
+        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None,
+                                rows, by_keys, formats))
+    for walk in _count_all(walks, units, bounds, width):
+        _walk(walk, bounds, width)
     return current
 
 
-def _keep_of(stmt: KeyRows | None) -> bytes | None:
-    return None if stmt is None else stmt.keep
+def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple[int, int, int]],
+               width: int) -> list[CountWalk]:
+    """Every slave whose answers leave no unit to Python counted over the whole buffer in one call
+    of the core's count walk for all of them (`UnitList.count_many`, bucket by bucket), as `_walk`
+    counts each; the others returned, their counts untouched, for `_walk`."""
+    fast: list[tuple[CountWalk, int]] = []
+    jobs: list[_core.CountJob] = []
+    alike: dict[tuple[object, ...], int] = {}
+    left = []
+    for walk in walks:
+        counter = walk.counter
+        answers = walk.answers(bounds[0][0]) if counter.compiled and walk.n else None
+        if answers is None or ROW_SLOW in answers[2]:
+            left.append(walk)
+            continue
+        keep, stmt_keep, row = answers
+        row = row if len(row) == walk.n else row[:walk.n]  # (the buffer's units end there)
+        owed = counter.out.heartbeat_size if counter.pending else 0
+        # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
+        # bytes are read only where a unit is kept in part).
+        policy = counter.policy
+        key = (row, keep if ROW_PARTIAL in row else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept,
+               walk.crc, owed)
+        k = alike.setdefault(key, len(jobs))
+        if k == len(jobs):
+            jobs.append(_core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep))
+        fast.append((walk, k))
+    if not fast:
+        return left
+    carry = fast[0][0].counter.out.heartbeat_size
+    done = units.count_many(jobs, [a for a, _, _ in bounds], carry)
+    for walk, k in fast:
+        counter, got = walk.counter, done[k]
+        if got.walk.next < walk.n or counter.out.heartbeat_size != carry:
+            left.append(walk)
+            continue
+        counter.lead(jobs[k].row[bounds[0][0]])
+        counter.walked(got.walk)
+        out = counter.out
+        if width != MINUTE:
+            out.by_minute = None
+        for (_, _, bucket), read, sent in zip(bounds, got.read_by_bucket, got.sent_by_bucket):
+            if bucket >= 0:
+                _bucket(out.by_hour, out.by_minute, bucket, read, sent)
+    return left
 
 
-class _Counted(NamedTuple):
-    """A run the count walk took (rules.walk_driver.Ran; `experiment` counts no rule hits by key)."""
-
-    next: int
-    by_keys: None = None
-
-
-class _CountWalk:
-    """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
-    them: compiled runs (each looked up in `runs` first, and recorded there, unless it is None),
-    the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
-    bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
-    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys."""
-
-    def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
-                 runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes], forms: dict[tuple[int, bool], bytes],
-                 by_keys: dict[tuple[bytes, bytes | None, bool], bytes], formats: list[tuple[int, int, int]]) -> None:
-        self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
-        self.txn, self.after_index, self.runs, self.rows, self.forms = txn, after_index, runs, rows, forms
-        self.by_keys, self.formats = by_keys, formats
-        self.space = units if counter.keeps.keys_enabled and keys else None
-        self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
-        self.row: bytes | None = None
-        self.declined = -1  # where the walk last stopped: a unit for `step`
-        self.hour(0, n)
-
-    def hour(self, start: int, stop: int) -> None:
-        """The units of the next hour: the walk ends with it, its answers end there (a run that
-        ended at the hour's end is taken up again at the next one's start)."""
-        self.stop = stop
-        self.cut: bytes | None = None
-        self.declined = -1
-
-    def key_space(self, at: int) -> object | None:
-        return self.space
-
-    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
-        return self.keys
-
-    def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
-        counter, units, runs = self.counter, self.units, self.runs
-        if not counter.compiled or at == self.declined:
-            return None
-        stmt_keep = _keep_of(stmt)
-        if self.keep is None:
-            self.keep, self.row, self.cut = counter.keeps.tables(self.names), None, None
-        keep = self.keep
-        if self.row is None:  # made once for the slaves that answer alike
-            made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
-            if made_row is None:
-                made_row = self.rows.get(keep) or units.rows(keep)
-                if stmt is not None:
-                    made_row = units.statement_rows(made_row, stmt.keep, stmt.gated, self.formats)
-                if counter.guards:
-                    made_row = _guarded(units, made_row, keep, self.names, self.formats)
-                self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
-            # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
-            # of what decides a run, so of its key
-            self.row = counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
-        key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep, self.row)
-        done = None if runs is None or key is None else runs.get(key)
-        if done is not None:
-            counter.replay(*done[1:])
-            self.declined = done[0]
-            return _Counted(done[0])
-        cut = self.cut
-        if cut is None:  # the walk ends with the hour: its answers end there
-            cut = self.cut = self.row if self.stop == self.n else self.row[:self.stop]
-        if runs is None or key is None:
-            i = counter.run(units, cut, keep, at, self.crc, stmt_keep, self.forms)
-        else:
-            before = counter.counted()
-            i = counter.run(units, cut, keep, at, self.crc, stmt_keep, self.forms)
-            runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
-                         (counter.pending, counter.sent_any, counter.out.leading_skip))
-        self.declined = i
-        return _Counted(i)
-
-    def step(self, at: int) -> int:
-        self.counter.unit(self.txn(at), at)
-        if at in self.after_index:
-            self.keep = None  # the keeps were cleared: answers again for what follows
-        return at + 1
-
-
-def _walk(walk: _CountWalk, bounds: list[tuple[int, int, int]], width: int) -> None:
+def _walk(walk: CountWalk, bounds: list[tuple[int, int, int]], width: int) -> None:
     """One slave over a buffer's units, bucket by bucket (`width` seconds: an hour or a minute),
     run by its driver (rules.walk_driver): what it reads and is sent is known per hour, and per
     minute when walked by minutes (a Heartbeat counts in the bucket it is sent). A chunk walked by
@@ -542,24 +503,16 @@ def _walk(walk: _CountWalk, bounds: list[tuple[int, int, int]], width: int) -> N
         while i < stop:
             i = advance(walk, i)
         if bucket >= 0:
-            got = counter.out.by_hour.setdefault(bucket - bucket % HOUR, [0, 0])
-            got[0] += c.bytes_read - read
-            got[1] += c.bytes_sent - sent
-            if minutes is not None:
-                minute = minutes.setdefault(bucket, [0, 0])
-                minute[0] += c.bytes_read - read
-                minute[1] += c.bytes_sent - sent
+            _bucket(counter.out.by_hour, minutes, bucket, c.bytes_read - read, c.bytes_sent - sent)
 
 
-def _guarded(units: _core.UnitList, row: bytes, keep: bytes, names: list[TableName],
-             formats: list[tuple[int, int, int]]) -> bytes:
-    """`row` with every unit it keeps, whole or in part, whose Annotate_rows / Rows_query texts the
-    core cannot show reach only tables `keep` keeps (`UnitList.annotations_unshown`, as the
-    master's guard_row asks it) turned ROW_SLOW: those go one at a time, where the gate reads them."""
-    unshown = units.annotations_unshown(row, keep, names, formats)
-    if not unshown:
-        return row
-    out = bytearray(row)
-    for k in unshown:
-        out[k] = ROW_SLOW
-    return bytes(out)
+def _bucket(hours: dict[int, list[int]], minutes: dict[int, list[int]] | None, bucket: int, read: int,
+            sent: int) -> None:
+    """Bytes read and sent in one bucket (`bucket`: its first second) added to its hour and minute."""
+    got = hours.setdefault(bucket - bucket % HOUR, [0, 0])
+    got[0] += read
+    got[1] += sent
+    if minutes is not None:
+        minute = minutes.setdefault(bucket, [0, 0])
+        minute[0] += read
+        minute[1] += sent

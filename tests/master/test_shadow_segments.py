@@ -128,3 +128,49 @@ def test_the_pass_waits_for_a_stream_behind_it_then_reads_on_alone(binlog, monke
     counted = {c.spec.name: (c.total.counts.as_row(), c.total.by_hour, c.total.tables, c.total.statements,
                              c.counted_to) for c in board.candidates.values()}
     assert counted == scanned
+
+
+class _CountsSpied:
+    """A segment's UnitList whose count walks are recorded: (call, jobs)."""
+
+    def __init__(self, units, calls):
+        self._units, self._calls = units, calls
+
+    def __getattr__(self, name):
+        return getattr(self._units, name)
+
+    def count(self, *args):
+        self._calls.append(("count", 1))
+        return self._units.count(*args)
+
+    def count_many(self, jobs, starts, carry):
+        self._calls.append(("count_many", len(jobs)))
+        return self._units.count_many(jobs, starts, carry)
+
+
+def test_every_candidate_is_counted_in_one_walk_per_segment(binlog, monkeypatch):
+    """The pass counts every candidate over a segment in one call of the core's count walk
+    (`UnitList.count_many`), not one walk per candidate: only a segment holding a unit Python
+    decides (the file's Format_description, a DDL kept in part) is walked candidate by candidate.
+    The counts stay those of the pass's own scan (`experiment`'s count_chunk)."""
+    from dumpfilter.spark_jobs.tasks import bandwidth
+
+    _, scanned = _counted(binlog, None)
+    calls: list[tuple[str, int]] = []
+    segments = []
+    real = bandwidth._count_units
+
+    def spied(counters, units, *args):
+        segments.append(len(units))
+        return real(counters, _CountsSpied(units, calls), *args)
+
+    monkeypatch.setattr(bandwidth, "_count_units", spied)
+    cache = SegmentCache(binlog, segment_bytes=16 << 10)
+    _stream(cache)
+    _, counted = _counted(binlog, cache)
+    assert counted == scanned
+    many = [jobs for call, jobs in calls if call == "count_many"]
+    alone = sum(1 for call, _ in calls if call == "count")
+    assert len(segments) > 10 and all(0 < jobs <= len(CANDIDATES) for jobs in many), (many, len(segments))
+    assert len(many) >= len(segments) // 2, (len(many), len(segments))
+    assert alone <= 8 * len(CANDIDATES) * (len(segments) - len(many)), (alone, len(segments))

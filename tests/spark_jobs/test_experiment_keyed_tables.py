@@ -141,7 +141,7 @@ def test_the_last_second_comes_from_the_counting(mixed_binlogs, tmp_path, monkey
 
 
 class _Spied:
-    """A UnitList whose `skip_forms` and `count` calls are recorded."""
+    """A UnitList whose `count` and `count_many` calls are recorded."""
 
     def __init__(self, units, calls):
         self._units, self._calls = units, calls
@@ -149,21 +149,23 @@ class _Spied:
     def __getattr__(self, name):
         return getattr(self._units, name)
 
-    def skip_forms(self, skip, crc):
-        self._calls.append(("skip_forms", skip))
-        return self._units.skip_forms(skip, crc)
+    def count(self, *args):
+        self._calls.append(("count", 1))
+        return self._units.count(*args)
 
-    def count(self, row, keep, start, config, pending=0, stmt_keep=None, forms=None):
-        self._calls.append(("count", config.skip, forms is not None))
-        return self._units.count(row, keep, start, config, pending, stmt_keep, forms)
+    def count_many(self, jobs, starts, carry):
+        self._calls.append(("count_many", len(jobs)))
+        return self._units.count_many(jobs, starts, carry)
 
 
-def test_each_skipped_units_form_is_made_once_for_every_slave(mixed_binlogs, monkeypatch):
-    """Under the placeholder and empty-transaction policies the skipped units' forms of a buffer
-    are made once (`UnitList.skip_forms`) and every slave's counting walk reads them
-    (`UnitList.count`'s `forms`): the counts stay the streams'."""
+def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatch):
+    """Every slave whose answers leave no unit of a buffer to Python is counted over it in one call
+    of the core's count walk for all of them (`UnitList.count_many`: slaves alike in all it reads
+    one job; the skipped units' forms under the placeholder and empty-transaction policies made
+    once per buffer): the counts stay the streams'. Only a buffer holding a unit Python decides (a Format_description, a Rotate) is
+    walked slave by slave."""
     slaves = [([f"replicate-do-db={db}"], p) for db in ("shop", "crm", "analytics", "logs")
-              for p in ("placeholder", "empty-transaction")]
+              for p in ("heartbeat", "placeholder", "empty-transaction")]
     streamed = _streamed(mixed_binlogs, slaves)
     calls, buffers = [], []
     real = bandwidth.chunk_buffers
@@ -175,8 +177,7 @@ def test_each_skipped_units_form_is_made_once_for_every_slave(mixed_binlogs, mon
 
     monkeypatch.setattr(bandwidth, "chunk_buffers", spied)
     assert_same(streamed, experiment_rows([mixed_binlogs], _topology(slaves).slaves, 150_000))
-    made = [c for c in calls if c[0] == "skip_forms"]
-    counted = [c for c in calls if c[0] == "count"]
-    assert counted and all(with_forms for _, _, with_forms in counted)
-    assert len(made) <= 2 * len(buffers) < len(counted), (len(made), len(buffers), len(counted))
-    assert {skip for _, skip in made} == {_core.SKIP_PLACEHOLDER, _core.SKIP_EMPTY}
+    many = [jobs for call, jobs in calls if call == "count_many"]
+    alone = [1 for call, _ in calls if call == "count"]
+    assert all(0 < jobs <= len(slaves) for jobs in many) and len(many) >= len(buffers) // 2 >= 1, (many, buffers)
+    assert len(alone) <= 2 * len(slaves) * (len(buffers) - len(many)), (len(alone), buffers)

@@ -334,6 +334,14 @@ records! {
         units: usize,
     }
 
+    /// `UnitList.count_many`: one job's count of the segment (see count_walk::count_many), and
+    /// per time bucket the bytes it read and was sent (Heartbeats and skip forms included).
+    CountResult = "CountResult" {
+        walk: Py<SendResult>,
+        read_by_bucket: Vec<u64>,
+        sent_by_bucket: Vec<u64>,
+    }
+
     /// `UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket.
     TimeCut = "TimeCut" {
         unit: usize,

@@ -8,12 +8,13 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::results::{
-    statement_keys, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementTables,
+    statement_keys, CountResult, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementTables,
     StatementUnits, TableBytes, TimeCut, UnitEnd, UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
+use super::unit_list_counts::{self, CountJob, FormsCache};
 use super::{check_off, error_field};
 use crate::gate_reads::GateReads;
 use crate::scan::{self, Scanner};
@@ -44,6 +45,8 @@ pub(super) struct PyUnitList {
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
     unit_statements_ahead: usize,
+    /// The skipped units' forms `count` and `count_many` made, per skip policy.
+    forms: FormsCache,
 }
 
 /// The bytes below which `scan_start` scans at once, on the calling thread (without the GIL),
@@ -120,6 +123,7 @@ impl PyUnitList {
             took_ahead: std::sync::atomic::AtomicBool::new(false),
             gate: GateReads::default(),
             unit_statements_ahead: 0,
+            forms: FormsCache::default(),
         }
     }
 
@@ -551,9 +555,9 @@ impl PyUnitList {
     /// the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
     /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
     /// statement key id, for statement units kept in part (cut at statements), after
-    /// `statement_units`. `forms`: `skip_forms` (see count_forms::count_with_forms).
+    /// `statement_units`.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None, forms = None))]
+    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
     fn count(
         &self,
         py: Python<'_>,
@@ -563,37 +567,25 @@ impl PyUnitList {
         config: PyRef<'_, SendConfig>,
         pending: usize,
         stmt_keep: Option<&[u8]>,
-        forms: Option<&[u8]>,
     ) -> SendResult {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let owed = vec![0u8; pending];
-        let opt = SendOptions {
-            batch_bytes: 0,
-            limit: u64::MAX,
-            skip: config.skip,
-            partial_ok: config.partial_ok,
-            runs: false, // (counting: nothing is written)
-            stretches: false,
-            pending: (pending > 0).then_some(owed.as_slice()),
-            server_id: config.server_id,
-            heartbeat_crc: config.heartbeat_crc,
-            stmts: self.stmts.get().zip(stmt_keep),
-            count_only: true,
-        };
-        let list = &self.list;
-        let s = py.detach(|| match forms {
-            Some(f) => crate::count_forms::count_with_forms(list, &bufs, row, keep, start, &opt, f),
-            None => send::walk(list, &bufs, row, keep, start, &opt),
-        });
-        send_result(PyBytes::new(py, b"").unbind(), &s)
+        let lists = (&self.list, &bufs[..], self.stmts.get());
+        let (answers, forms) = ((row, keep, stmt_keep), &self.forms);
+        unit_list_counts::count(py, lists, forms, answers, start, &config, pending)
     }
 
-    /// Every unit's form if skipped whole under skip policy `skip` (count_forms::skip_forms), made
-    /// once for `count`'s `forms`, after `statement_units`.
-    fn skip_forms<'py>(&self, py: Python<'py>, skip: u8, crc: bool) -> Bound<'py, PyBytes> {
+    /// Every job's `count` from unit `starts[0]` to the end of the list, in one call, cut into
+    /// time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
+    /// `carry` bytes), after `statement_units` (see count_walk::count_many).
+    fn count_many(
+        &self,
+        py: Python<'_>,
+        jobs: Vec<PyRef<'_, CountJob>>,
+        starts: Vec<usize>,
+        carry: usize,
+    ) -> PyResult<Vec<CountResult>> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let (list, st) = (&self.list, self.stmts.get());
-        let forms = py.detach(|| crate::count_forms::skip_forms(list, &bufs, st, skip, crc));
-        PyBytes::new(py, &forms)
+        let lists = (&self.list, &bufs[..], self.stmts.get());
+        unit_list_counts::count_many(py, lists, &self.forms, &jobs, &starts, carry)
     }
 }

@@ -1,0 +1,65 @@
+"""Diagnostic (not in `make bench`, no test asserts it): the shadow pass's count in process, as
+bench_shadow's 64 candidates cost it (issue #80 goal 4). One `ShadowBoard.count` from the first file
+of DIR to its end, over the master's own segments (a SegmentCache, read by the pass as no stream
+reads them here), with the thread CPU spent in the count of each segment (`bandwidth._count_units`:
+the count walks, forms, tallies; not the scan, which the streams share in a master). `--out FILE`
+writes every candidate's totals (JSON), to compare two builds' counts.
+
+    python -m bench.diag_shadow_count DIR [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.bench_shadow import candidates_toml
+from dumpfilter.master.read.segments import SegmentCache
+from dumpfilter.master.shadow.board import ShadowBoard
+from dumpfilter.spark_jobs.tasks import bandwidth
+from dumpfilter.spark_jobs.tasks.shadow_counts import ShadowCounts
+from dumpfilter.topology import parse_topology
+
+
+class _NoLint:
+    def request(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def forget(self, *args: object) -> None:
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    cache = SegmentCache(args.dir)
+    board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
+    spent = [0.0]
+    count_units = bandwidth._count_units
+
+    def timed(*a: Any, **kw: Any) -> Any:
+        started = time.thread_time()
+        try:
+            return count_units(*a, **kw)
+        finally:
+            spent[0] += time.thread_time() - started
+
+    bandwidth._count_units = timed  # type: ignore[assignment]
+    board.add(parse_topology(candidates_toml()), None, from_start=True)
+    started = time.process_time()
+    board.count()
+    print(f"64 candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
+          f"counting {spent[0]:.2f} s (thread CPU of the segments' counts)")
+    if args.out:
+        totals = {c.spec.name: {k: str(v) for k, v in c.total.counts.as_row().items()}
+                  for c in board.candidates.values() if c.total is not None}
+        args.out.write_text(json.dumps(totals, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,355 @@
+//! The send walk's count mode (`experiment`, shadow candidates, `UnitList.count`): what
+//! `send::walk` would send each of many streams of a segment, counted, never assembled, in one
+//! call, time bucket by time bucket. A run of units kept whole, or skipped whole, costs its two
+//! ends: the list's sums (`UnitList::sums`) and, under the placeholder and empty-transaction
+//! policies, the sums of each unit's form (`Forms`, made once per segment and policy for every
+//! stream, not once per stream: 64 candidates each walked every skipped unit's form). A unit
+//! kept in part, or one no form is made for, goes through `send::walk` alone.
+
+use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
+use crate::send::{self, run_end, SendOptions};
+use crate::sent::{prefetch, Sent};
+use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
+use crate::stmt_units::{StmtUnits, ALWAYS};
+use crate::tally::pieces_of;
+use crate::unit_list::{ListedUnit, UnitList};
+
+/// Every unit's form if skipped whole under one skip policy, as sums from the list's start
+/// (n + 1 of each): its bytes, events and placeholders, the units no form is made for (`none`),
+/// and (placeholders) the statement units, whose framing is their keys' to say.
+pub struct Forms {
+    pub skip: u8,
+    pub crc: bool,
+    bytes: Vec<u64>,
+    events: Vec<u64>,
+    placeholders: Vec<u64>,
+    none: Vec<u32>,
+    statements: Vec<u32>,
+}
+
+/// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
+/// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
+const AHEAD: usize = 16;
+
+impl Forms {
+    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
+    /// read of the units. `st`: the list's statement units by key (a statement unit is framed by
+    /// the pieces every stream keeps, what `StmtUnits::kept_ranges` gives a stream keeping none).
+    pub fn make(
+        plan: &UnitList,
+        bufs: &[&[u8]],
+        st: Option<&StmtUnits>,
+        policies: &[(u8, bool)],
+    ) -> Vec<Forms> {
+        let n = plan.units.len();
+        let mut out: Vec<Forms> = policies
+            .iter()
+            .map(|&(skip, crc)| Forms {
+                skip,
+                crc,
+                bytes: Vec::with_capacity(n + 1),
+                events: Vec::with_capacity(n + 1),
+                placeholders: Vec::with_capacity(n + 1),
+                none: Vec::with_capacity(n + 1),
+                statements: Vec::with_capacity(n + 1),
+            })
+            .collect();
+        let mut scratch = Vec::new();
+        let mut sums = vec![[0u64; 5]; policies.len()];
+        for (k, u) in plan.units.iter().enumerate() {
+            if let Some(a) = plan.units.get(k + AHEAD) {
+                // (a form is read off the unit's record, its first event and its last)
+                let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
+                for at in [a.start, a.last] {
+                    prefetch(buf.get(at..(at + 32).min(a.end)).unwrap_or_default());
+                }
+            }
+            for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
+                f.push(sum);
+                let made = form(k, u, bufs, st, (f.skip, f.crc), &mut scratch);
+                match made {
+                    Some((b, e, p)) => {
+                        (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p)
+                    }
+                    None => sum[3] += 1,
+                }
+                sum[4] += u64::from(u.lo == u32::MAX);
+            }
+        }
+        for (f, sum) in out.iter_mut().zip(sums.iter()) {
+            f.push(sum);
+        }
+        out
+    }
+
+    fn push(&mut self, sum: &[u64; 5]) {
+        self.bytes.push(sum[0]);
+        self.events.push(sum[1]);
+        self.placeholders.push(sum[2]);
+        self.none.push(sum[3] as u32);
+        self.statements.push(sum[4] as u32);
+    }
+
+    /// The end of the longest run of units from i, up to j, whose forms are made (and framed:
+    /// `framed_all`, else no statement unit among them).
+    fn made_until(&self, i: usize, j: usize, framed_all: bool) -> usize {
+        let (none, st) = (&self.none, &self.statements);
+        if i >= none.len() {
+            return i;
+        }
+        let good = |m: usize| none[m] == none[i] && (framed_all || st[m] == st[i]);
+        let (mut lo, mut hi) = (i, j.min(none.len() - 1));
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if good(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
+    }
+
+    /// The forms of units i..j: (bytes, events, placeholders).
+    fn run(&self, i: usize, j: usize) -> (u64, u64, u64) {
+        let b = self.bytes[j] - self.bytes[i];
+        let e = self.events[j] - self.events[i];
+        (b, e, self.placeholders[j] - self.placeholders[i])
+    }
+}
+
+/// What `send::walk` sends for unit k (`u`) of `plan` skipped whole under `skip` (see
+/// skip_forms::skipped): (bytes, events, placeholders), None where it cannot make it.
+fn form(
+    k: usize,
+    u: &ListedUnit,
+    bufs: &[&[u8]],
+    st: Option<&StmtUnits>,
+    (skip, crc): (u8, bool),
+    scratch: &mut Vec<(usize, usize)>,
+) -> Option<(u64, u64, u64)> {
+    let framing = match st.and_then(|st| pieces_of(st, k)) {
+        Some(pieces) if skip == SKIP_PLACEHOLDER && u.lo == u32::MAX => {
+            scratch.clear();
+            let always = pieces.iter().filter(|p| p.key == ALWAYS);
+            scratch.extend(always.map(|p| (p.start, p.end)));
+            Some(scratch.as_slice())
+        }
+        _ => None,
+    };
+    let buf = bufs.get(u.part as usize)?;
+    let f = skip_forms::skipped(u, buf, skip, crc, false, framing, None)?;
+    Some((f.bytes, f.events, f.placeholders))
+}
+
+/// One stream counted: its answer per unit (`row`, from `UnitList::rows`), keep bytes per name
+/// id, statement keep bytes per key id (None: its statement units are not decided by key), and
+/// its walk's policy (`skip`, `partial_ok`, the Heartbeats' checksum), with the size of a
+/// Heartbeat it still owes from before the segment (0: none).
+pub struct Job<'a> {
+    pub row: &'a [u8],
+    pub keep: &'a [u8],
+    pub stmt_keep: Option<&'a [u8]>,
+    pub skip: u8,
+    pub partial_ok: bool,
+    pub crc: bool,
+    pub owed: usize,
+}
+
+/// What one stream is sent of the segment (`sent`: `next` the first unit not counted, `pending`
+/// the unit whose Heartbeat it still owes), and per time bucket the bytes it read and was sent
+/// (Heartbeats and skip forms included).
+pub struct Counted {
+    pub sent: Sent,
+    pub read_by_bucket: Vec<u64>,
+    pub sent_by_bucket: Vec<u64>,
+}
+
+/// Every job over the units of `plan` from `starts[0]`, bucket by bucket (`starts`: the first
+/// unit of each, ascending; the walk is cut where each ends, as `experiment` cut it per bucket: a
+/// Heartbeat owed at a bucket's end is owed into the next as one of `carry` bytes). `st` the
+/// list's statement units by key, `forms` those made for it (`Forms::make`; a job whose policy
+/// has none is walked unit by unit where it skips).
+pub fn count_many(
+    plan: &UnitList,
+    bufs: &[&[u8]],
+    st: Option<&StmtUnits>,
+    jobs: &[Job],
+    (starts, carry): (&[usize], usize),
+    forms: &[&Forms],
+) -> Vec<Counted> {
+    jobs.iter()
+        .map(|job| {
+            let f = forms
+                .iter()
+                .find(|f| (f.skip, f.crc) == (job.skip, job.crc));
+            count_job(plan, bufs, st, job, (starts, carry), f.copied())
+        })
+        .collect()
+}
+
+/// Zero bytes standing for a Heartbeat owed, handed to `send::walk` (only its length is read).
+const OWED: [u8; 1024] = [0; 1024];
+
+fn count_job(
+    plan: &UnitList,
+    bufs: &[&[u8]],
+    st: Option<&StmtUnits>,
+    job: &Job,
+    (starts, carry): (&[usize], usize),
+    forms: Option<&Forms>,
+) -> Counted {
+    let sums = plan.sums();
+    let n = job.row.len().min(plan.units.len());
+    let inside = sums
+        .part_end
+        .iter()
+        .enumerate()
+        .all(|(p, end)| bufs.get(p).is_some_and(|b| *end <= b.len()));
+    // Runs are taken whole where the sums stand for the units; else unit by unit.
+    let whole = sums.sound && inside;
+    let stmts = st.zip(job.stmt_keep);
+    let opt = SendOptions {
+        batch_bytes: 0,
+        limit: u64::MAX,
+        skip: job.skip,
+        partial_ok: job.partial_ok,
+        runs: false,
+        stretches: false,
+        pending: None,
+        server_id: 0,
+        heartbeat_crc: job.crc,
+        stmts,
+        count_only: true,
+    };
+    // A statement unit's framing is its keys' to say: without them, the walk's own answer.
+    let framed_all = stmts.is_some() || job.skip == SKIP_EMPTY;
+    let between = |i: usize, j: usize| {
+        (
+            sums.bytes[j] - sums.bytes[i],
+            sums.events[j] - sums.events[i],
+        )
+    };
+    let mut s = Sent::default();
+    // A Heartbeat's size is its file name's: the one part's for a segment of one file (the
+    // unit's record, read for its part, was a cache miss at each stretch's end for every job).
+    let one_file = (plan.parts.len() == 1).then(|| plan.heartbeat_len(0, job.crc));
+    let heartbeat_len = |k: usize| one_file.unwrap_or_else(|| plan.heartbeat_len(k, job.crc));
+    // The Heartbeat owed before a unit: given (its size: the caller's, or owed at a cut or
+    // before a unit the send walk takes) or a skipped unit's (`owed`).
+    let (mut given, mut owed) = ((job.owed > 0).then_some(job.owed), None::<usize>);
+    let flush = |s: &mut Sent, given: &mut Option<usize>, owed: &mut Option<usize>| {
+        let size = match (given.take(), owed.take()) {
+            (Some(len), _) => len,
+            (None, Some(k)) => heartbeat_len(k),
+            (None, None) => return,
+        };
+        s.heartbeats += 1;
+        s.heartbeat_bytes += size as u64;
+    };
+    let (mut read_by_bucket, mut sent_by_bucket) = (Vec::new(), Vec::new());
+    let mut i = starts.first().map_or(n, |a| (*a).min(n));
+    'buckets: for (b, _) in starts.iter().enumerate() {
+        let end = starts.get(b + 1).map_or(n, |e| (*e).min(n));
+        if b > 0 && owed.take().is_some() {
+            given = Some(carry); // (the walk was cut here: the Heartbeat is owed into the next)
+        }
+        let (read0, sent0) = (s.read_bytes, sent_total(&s));
+        while i < end {
+            let answer = job.row[i];
+            let j = match whole {
+                true => run_end(&job.row[..end], i),
+                false => i + 1,
+            };
+            // Skipped units with forms: the run, or as much of it as has its forms made.
+            let formed = match (answer == SKIP && whole, forms) {
+                (true, Some(f)) => Some(f.made_until(i, j, framed_all)).filter(|m| *m > i),
+                _ => None,
+            };
+            let j = formed.unwrap_or(j);
+            match answer {
+                KEEP if whole => {
+                    flush(&mut s, &mut given, &mut owed);
+                    let (bytes, events) = between(i, j);
+                    s.sent_bytes += bytes;
+                    s.sent_events += events;
+                    s.kept += (j - i) as u64;
+                }
+                SKIP if whole && job.skip == SKIP_HEARTBEAT => {
+                    given = None; // (replaced)
+                    owed = Some(j - 1);
+                    s.skipped += (j - i) as u64;
+                }
+                SKIP if formed.is_some() => {
+                    let (bytes, events, placeholders) = forms.map_or((0, 0, 0), |f| f.run(i, j));
+                    flush(&mut s, &mut given, &mut owed);
+                    s.skip_units += (j - i) as u64;
+                    s.skip_events += events;
+                    s.skip_bytes += bytes;
+                    s.placeholders += placeholders;
+                    s.skipped += (j - i) as u64;
+                }
+                _ => {
+                    // Unit i by the send walk itself, alone, with the Heartbeat still owed.
+                    let len = given.or(owed.map(heartbeat_len));
+                    let one = SendOptions {
+                        pending: len.map(|len| &OWED[..len.min(OWED.len())]),
+                        ..opt
+                    };
+                    let t = send::walk(plan, bufs, &job.row[..i + 1], job.keep, i, &one);
+                    if t.next == i {
+                        break 'buckets;
+                    }
+                    if t.pending_done {
+                        (given, owed) = (None, None);
+                    }
+                    owed = t.pending.or(owed);
+                    add(&mut s, &t);
+                    i = t.next;
+                    continue;
+                }
+            }
+            let (bytes, events) = between(i, j);
+            s.read_bytes += bytes;
+            s.read_events += events;
+            i = j;
+        }
+        read_by_bucket.push(s.read_bytes - read0);
+        sent_by_bucket.push(sent_total(&s) - sent0);
+    }
+    s.next = i;
+    s.pending = owed;
+    // The caller's Heartbeat is sent or replaced by the first unit counted, whatever it is.
+    s.pending_done = job.owed > 0 && i > starts.first().map_or(n, |a| (*a).min(n));
+    Counted {
+        sent: s,
+        read_by_bucket,
+        sent_by_bucket,
+    }
+}
+
+/// Every byte a walk sent: master events, Heartbeats, skip forms.
+fn sent_total(s: &Sent) -> u64 {
+    s.sent_bytes + s.heartbeat_bytes + s.skip_bytes
+}
+
+/// Adds the counts of `t` to `s`.
+fn add(s: &mut Sent, t: &Sent) {
+    s.kept += t.kept;
+    s.partial += t.partial;
+    s.skipped += t.skipped;
+    s.sent_bytes += t.sent_bytes;
+    s.sent_events += t.sent_events;
+    s.read_bytes += t.read_bytes;
+    s.read_events += t.read_events;
+    s.heartbeats += t.heartbeats;
+    s.heartbeat_bytes += t.heartbeat_bytes;
+    s.skip_units += t.skip_units;
+    s.skip_events += t.skip_events;
+    s.skip_bytes += t.skip_bytes;
+    s.placeholders += t.placeholders;
+}
+
+#[cfg(test)]
+#[path = "count_walk_tests.rs"]
+mod tests;

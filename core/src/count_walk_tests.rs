@@ -1,0 +1,226 @@
+use super::*;
+use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+use crate::tally::tests::unit;
+
+fn counts(s: &Sent) -> [u64; 16] {
+    [
+        s.pending.map_or(u64::MAX, |k| k as u64),
+        s.next as u64,
+        s.kept,
+        s.partial,
+        s.skipped,
+        s.sent_bytes,
+        s.sent_events,
+        s.read_bytes,
+        s.read_events,
+        s.heartbeats,
+        s.heartbeat_bytes,
+        s.skip_units,
+        s.skip_events,
+        s.skip_bytes,
+        s.placeholders,
+        u64::from(s.pending_done),
+    ]
+}
+
+/// Five statement units: two of two statements, kept in part by some key bytes.
+fn segment() -> (UnitList, Vec<u8>, StmtUnits) {
+    let mut buf = Vec::new();
+    let (a, _) = unit(&mut buf, &["UPDATE t SET a=1", "INSERT INTO u VALUES (1)"]);
+    let (b, _) = unit(&mut buf, &["UPDATE t SET a=2", "UPDATE t SET a=3"]);
+    let (c, _) = unit(&mut buf, &["INSERT INTO u VALUES (2)"]);
+    let (d, _) = unit(&mut buf, &["UPDATE t SET a=4"]);
+    let (e, _) = unit(&mut buf, &["INSERT INTO u VALUES (3)", "UPDATE t SET a=5"]);
+    let mut list = UnitList::default();
+    list.add(b"f", 0, &[a, b, c, d, e], &[]);
+    let st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+    (list, buf, st)
+}
+
+fn options<'a>(
+    skip: u8,
+    pending: Option<&'a [u8]>,
+    stmts: Option<(&'a StmtUnits, &'a [u8])>,
+) -> SendOptions<'a> {
+    SendOptions {
+        batch_bytes: 0,
+        limit: u64::MAX,
+        skip,
+        partial_ok: skip != SKIP_PLACEHOLDER,
+        runs: false,
+        stretches: false,
+        pending,
+        server_id: 0,
+        heartbeat_crc: false,
+        stmts,
+        count_only: true,
+    }
+}
+
+/// One stream counted by runs (`count_many`) from `from`, as `opt` says.
+fn counted(
+    list: &UnitList,
+    buf: &[u8],
+    st: &StmtUnits,
+    row: &[u8],
+    from: usize,
+    opt: &SendOptions,
+) -> Sent {
+    let job = Job {
+        row,
+        keep: &[],
+        stmt_keep: opt.stmts.map(|(_, k)| k),
+        skip: opt.skip,
+        partial_ok: opt.partial_ok,
+        crc: opt.heartbeat_crc,
+        owed: opt.pending.map_or(0, <[u8]>::len),
+    };
+    let made = Forms::make(
+        list,
+        &[buf],
+        Some(st),
+        &[(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)],
+    );
+    let forms: Vec<&Forms> = made.iter().collect();
+    let mut got = count_many(list, &[buf], Some(st), &[job], (&[from], 0), &forms);
+    got.pop().map(|c| c.sent).unwrap_or_default()
+}
+
+const POLICIES: [u8; 3] = [SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY];
+
+#[test]
+fn counting_by_runs_counts_as_the_send_walk_unit_by_unit() {
+    let (list, buf, st) = segment();
+    let owed = [0u8; 30];
+    let mut checked = 0;
+    for skip in POLICIES {
+        for kb in [[0u8, 0], [0, 1], [1, 0], [1, 1]] {
+            let mut row = vec![ROW_SLOW; 5];
+            st.rows(&mut row, &kb);
+            assert!(!row.contains(&ROW_SLOW));
+            let mut ends_slow = row.clone();
+            ends_slow[4] = ROW_SLOW; // (the walk stops there, a Heartbeat still owed)
+            for (row, pending, from, stmts) in [
+                (&ends_slow, None, 0, true),
+                (&row, None, 0, true),
+                (&row, Some(&owed[..]), 0, true),
+                (&row, Some(&owed[..]), 1, true),
+                (&row, None, 0, false),
+            ] {
+                let opt = options(skip, pending, stmts.then_some((&st, &kb[..])));
+                let by_units = counts(&send::walk(&list, &[&buf], row, &[], from, &opt));
+                let by_runs = counts(&counted(&list, &buf, &st, row, from, &opt));
+                assert_eq!(
+                    by_runs, by_units,
+                    "{skip} {kb:?} {row:?} {pending:?} {from}"
+                );
+                checked += usize::from(by_units[1] == 5 && by_units[4] > 1);
+            }
+        }
+    }
+    assert!(checked >= 8, "{checked}");
+}
+
+/// What `experiment` did per time bucket before the count walk took them all in one call: one
+/// walk per bucket, the Heartbeat owed at a bucket's end owed into the next as `carry` bytes.
+fn by_buckets(list: &UnitList, buf: &[u8], st: &StmtUnits, job: &Job, starts: &[usize]) -> Counted {
+    let (mut total, mut reads, mut sents) = (Sent::default(), Vec::new(), Vec::new());
+    let carry = [0u8; 25];
+    let mut owed = (job.owed > 0).then(|| vec![0u8; job.owed]);
+    for (b, &a) in starts.iter().enumerate() {
+        let end = starts.get(b + 1).copied().unwrap_or(job.row.len());
+        let mut opt = options(job.skip, owed.as_deref(), st_of(st, job));
+        opt.partial_ok = job.partial_ok;
+        let s = send::walk(list, &[buf], &job.row[..end], job.keep, a, &opt);
+        assert_eq!(s.next, end);
+        if s.pending.is_some() {
+            owed = Some(carry.to_vec());
+        } else if s.pending_done {
+            owed = None;
+        }
+        reads.push(s.read_bytes);
+        sents.push(s.sent_bytes + s.heartbeat_bytes + s.skip_bytes);
+        total.pending = s.pending;
+        add(&mut total, &s);
+        total.pending_done |= b == 0 && s.pending_done;
+        total.next = s.next;
+    }
+    Counted {
+        sent: total,
+        read_by_bucket: reads,
+        sent_by_bucket: sents,
+    }
+}
+
+fn st_of<'a>(st: &'a StmtUnits, job: &Job<'a>) -> Option<(&'a StmtUnits, &'a [u8])> {
+    job.stmt_keep.map(|k| (st, k))
+}
+
+#[test]
+fn every_stream_is_counted_in_one_call_bucket_by_bucket() {
+    let (list, buf, st) = segment();
+    let mut rows = Vec::new();
+    for kb in [[0u8, 0], [0, 1], [1, 0], [1, 1]] {
+        let mut row = vec![ROW_SLOW; 5];
+        st.rows(&mut row, &kb);
+        rows.push((row, kb));
+    }
+    rows.push((
+        vec![ROW_SKIP, ROW_SKIP, ROW_KEEP, ROW_SKIP, ROW_SKIP],
+        [0, 0],
+    ));
+    let mut jobs = Vec::new();
+    for (row, kb) in &rows {
+        for skip in POLICIES {
+            for owed in [0, 25] {
+                jobs.push(Job {
+                    row,
+                    keep: &[],
+                    stmt_keep: Some(kb),
+                    skip,
+                    partial_ok: skip != SKIP_PLACEHOLDER,
+                    crc: false,
+                    owed,
+                });
+            }
+        }
+    }
+    assert!(rows.iter().any(|(r, _)| r.contains(&ROW_PARTIAL)));
+    let policies = [(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)];
+    let made = Forms::make(&list, &[&buf], Some(&st), &policies);
+    let forms: Vec<&Forms> = made.iter().collect();
+    for starts in [&[0usize][..], &[0, 2], &[0, 1, 3, 4]] {
+        for given in [&forms[..], &[]] {
+            let got = count_many(&list, &[&buf], Some(&st), &jobs, (starts, 25), given);
+            for (job, c) in jobs.iter().zip(&got) {
+                let want = by_buckets(&list, &buf, &st, job, starts);
+                let what = format!("{:?} {} {} {starts:?}", job.row, job.skip, job.owed);
+                assert_eq!(counts(&c.sent), counts(&want.sent), "{what}");
+                assert_eq!(c.sent.pending, want.sent.pending, "{what}");
+                assert_eq!(c.read_by_bucket, want.read_by_bucket, "{what}");
+                assert_eq!(c.sent_by_bucket, want.sent_by_bucket, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
+    let (list, buf, st) = segment();
+    let row = [ROW_SKIP; 5];
+    // Without statement keys a placeholder's statement unit is the send walk's own to frame.
+    let opt = options(SKIP_PLACEHOLDER, None, None);
+    let by_units = counts(&send::walk(&list, &[&buf], &row, &[], 0, &opt));
+    let made = Forms::make(&list, &[&buf], Some(&st), &[(SKIP_PLACEHOLDER, false)]);
+    let job = Job {
+        row: &row,
+        keep: &[],
+        stmt_keep: None,
+        skip: SKIP_PLACEHOLDER,
+        partial_ok: false,
+        crc: false,
+        owed: 0,
+    };
+    let got = count_many(&list, &[&buf], Some(&st), &[job], (&[0], 0), &[&made[0]]);
+    assert_eq!(counts(&got[0].sent), by_units);
+}

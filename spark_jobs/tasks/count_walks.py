@@ -1,0 +1,141 @@
+"""One slave's count walk over one scanned buffer of `experiment`'s chunk (`CountWalk`, a
+rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made once for the
+slaves that answer alike), the core's count walk over each run of units it can take, the rest one
+unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds what
+each did to the slave's counts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from dumpfilter import _core
+from dumpfilter.codec import Transaction
+from dumpfilter.codec.scanner import ROW_SLOW
+from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.spark_jobs.tasks.statement_tables import TableName
+
+if TYPE_CHECKING:
+    from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
+
+# All that decides a compiled run of one slave (`_SlaveCounter.run_key`), and what the run did:
+# (the next unit, the deltas of its counts, its stream's state after it).
+RunKey = tuple[int, int, bytes, "bytes | None", bytes, str, bool, bool, bool, bool]
+RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
+
+
+def keep_of(stmt: KeyRows | None) -> bytes | None:
+    return None if stmt is None else stmt.keep
+
+
+class _Counted(NamedTuple):
+    """A run the count walk took (rules.walk_driver.Ran; `experiment` counts no rule hits by key)."""
+
+    next: int
+    by_keys: None = None
+
+
+class CountWalk:
+    """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
+    them: compiled runs (each looked up in `runs` first, and recorded there, unless it is None),
+    the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
+    bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
+    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys."""
+
+    def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
+                 runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
+                 by_keys: dict[tuple[bytes, bytes | None, bool], bytes], formats: list[tuple[int, int, int]]) -> None:
+        self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
+        self.txn, self.after_index, self.runs, self.rows = txn, after_index, runs, rows
+        self.by_keys, self.formats = by_keys, formats
+        self.space = units if counter.keeps.keys_enabled and keys else None
+        self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
+        self.row: bytes | None = None
+        self.declined = -1  # where the walk last stopped: a unit for `step`
+        self.hour(0, n)
+
+    def hour(self, start: int, stop: int) -> None:
+        """The units of the next hour: the walk ends with it, its answers end there (a run that
+        ended at the hour's end is taken up again at the next one's start)."""
+        self.stop = stop
+        self.cut: bytes | None = None
+        self.declined = -1
+
+    def key_space(self, at: int) -> object | None:
+        return self.space
+
+    def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
+        return self.keys
+
+    def answers(self, at: int) -> tuple[bytes, bytes | None, bytes]:
+        """The slave's keep bytes per name and per statement key, and its answers per unit from
+        `at` (`run`'s, with the keys' rows its driver would ask its keep table for)."""
+        stmt = self.counter.keeps.rows(self.keys) if self.space is not None else None
+        self._answer(at, stmt)
+        assert self.keep is not None and self.row is not None  # (made by `_answer`)
+        return self.keep, keep_of(stmt), self.row
+
+    def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
+        counter, runs = self.counter, self.runs
+        if not counter.compiled or at == self.declined:
+            return None
+        keep, stmt_keep, row = self._answer(at, stmt)
+        key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep, row)
+        done = None if runs is None or key is None else runs.get(key)
+        if done is not None:
+            counter.replay(*done[1:])
+            self.declined = done[0]
+            return _Counted(done[0])
+        cut = self.cut
+        if cut is None:  # the walk ends with the hour: its answers end there
+            cut = self.cut = row if self.stop == self.n else row[:self.stop]
+        if runs is None or key is None:
+            i = counter.run(self.units, cut, keep, at, self.crc, stmt_keep)
+        else:
+            before = counter.counted()
+            i = counter.run(self.units, cut, keep, at, self.crc, stmt_keep)
+            runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
+                         (counter.pending, counter.sent_any, counter.out.leading_skip))
+        self.declined = i
+        return _Counted(i)
+
+    def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
+        counter, units = self.counter, self.units
+        stmt_keep = keep_of(stmt)
+        if self.keep is None:
+            self.keep, self.row, self.cut = counter.keeps.tables(self.names), None, None
+        keep = self.keep
+        if self.row is None:  # made once for the slaves that answer alike
+            made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
+            if made_row is None:
+                made_row = self.rows.get(keep) or units.rows(keep)
+                if stmt is not None:
+                    made_row = units.statement_rows(made_row, stmt.keep, stmt.gated, self.formats)
+                if counter.guards:
+                    made_row = _guarded(units, made_row, keep, self.names, self.formats)
+                self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
+            # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
+            # of what decides a run, so of its key
+            self.row = counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
+        return keep, stmt_keep, self.row
+
+    def step(self, at: int) -> int:
+        self.counter.unit(self.txn(at), at)
+        if at in self.after_index:
+            self.keep = None  # the keeps were cleared: answers again for what follows
+        return at + 1
+
+
+def _guarded(units: _core.UnitList, row: bytes, keep: bytes, names: list[TableName],
+             formats: list[tuple[int, int, int]]) -> bytes:
+    """`row` with every unit it keeps, whole or in part, whose Annotate_rows / Rows_query texts the
+    core cannot show reach only tables `keep` keeps (`UnitList.annotations_unshown`, as the
+    master's guard_row asks it) turned ROW_SLOW: those go one at a time, where the gate reads them."""
+    unshown = units.annotations_unshown(row, keep, names, formats)
+    if not unshown:
+        return row
+    out = bytearray(row)
+    for k in unshown:
+        out[k] = ROW_SLOW
+    return bytes(out)
