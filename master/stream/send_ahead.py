@@ -173,9 +173,9 @@ class SendAhead(Generic[ReplyT]):
                 self._lent = False
                 self._resume.set()
                 continue
+            n = sum(len(part) for part in item[1])  # (before grpc's serializer takes its parts)
             yield item
             if self._budget is not None:  # grpc has sent it
-                n = sum(len(part) for part in item[1])
                 self._given += n
                 self._budget.give(n)
 
