@@ -162,10 +162,11 @@ class DumpService(SlaveRegistry):
     def reply_bytes(self) -> int:
         """A stream's batch limit now: `batch_bytes` while the streams are few; with many, the
         output budget (send_ahead.OUTPUT_BYTES) shared so that every stream's reply fits it twice
-        (one made ahead, one in grpc's hands), and never under MIN_BATCH_BYTES. A stream that
-        holds no reply always makes its next (OutputBudget), so 64 slaves started together held
-        64 replies of 1 MiB and grpc's copies of them: the master's private memory passed 300 MB
-        (bench fanout_procs). Up to 24 streams keep 1 MiB batches."""
+        (the one being made, and the one grpc sends: its wire bytes, the pieces given up once
+        serialized, `_dump_reply_bytes`), and never under MIN_BATCH_BYTES. A stream that holds no
+        reply always makes its next (OutputBudget), so 64 slaves started together held 64 replies
+        of 1 MiB and grpc's copies of them: the master's private memory passed 300 MB (bench
+        fanout_procs). Up to 24 streams keep 1 MiB batches."""
         share = OUTPUT_BYTES // (2 * max(self.live_streams, 1))
         return min(self.batch_bytes, max(MIN_BATCH_BYTES, share))
 

@@ -242,7 +242,7 @@ def _schema(args: argparse.Namespace) -> SchemaModel | None:
 
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.serve.grpc_server import create_server
-    from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
+    from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds, trim_freed
 
     # Regular files of a sane size in UTF-8 (never a FIFO or /dev/zero), each read where it is needed
     # (--metrics-token-file, --source-password-file, --replicas and --mysql-rsa-key after their "needs").
@@ -250,6 +250,7 @@ def serve_command(args: argparse.Namespace) -> int:
     shadow = load_shadow(args)
     limit_arenas()  # before any thread of the master's starts: its RSS stays flat (malloc_arenas.py)
     steady_thresholds()
+    trim_freed()
     raise_open_files_limit()
     metrics_at, token = _metrics_options(args)
     mysql = _mysql_options(args)

@@ -173,11 +173,12 @@ class SendAhead(Generic[ReplyT]):
                 self._lent = False
                 self._resume.set()
                 continue
+            budget = self._budget  # (a reply's bytes counted before grpc's serializer takes its parts)
+            n = 0 if budget is None else sum(len(part) for part in item[1])
             yield item
-            if self._budget is not None:  # grpc has sent it
-                n = sum(len(part) for part in item[1])
+            if budget is not None:  # grpc has sent it
                 self._given += n
-                self._budget.give(n)
+                budget.give(n)
 
     def close(self) -> None:
         """Ends the stream: the thread stops before its next reply (a put it waits in is freed)

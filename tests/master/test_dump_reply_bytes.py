@@ -22,8 +22,8 @@ pieces = st.lists(st.one_of(st.binary(max_size=300),
 def test_the_reply_reads_back_as_the_message_protobuf_makes(parts, caught_up, transactions, gtid, warnings):
     fields = dict(position=dump_pb2.Position(file="bin.000002", pos=12345), transactions=transactions,
                   caught_up=caught_up, gtid_state=gtid, warnings=warnings)
-    wire = _dump_reply_bytes((dump_pb2.DumpBatch(**fields), parts))
     expected = dump_pb2.DumpBatch(events=b"".join(parts), **fields)
+    wire = _dump_reply_bytes((dump_pb2.DumpBatch(**fields), parts))
     assert dump_pb2.DumpBatch.FromString(wire) == expected
     assert len(wire) == len(expected.SerializeToString())
 

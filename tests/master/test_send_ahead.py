@@ -15,7 +15,9 @@ import time
 import grpc
 import pytest
 
+from dumpfilter.master.serve.grpc_server import _dump_reply_bytes
 from dumpfilter.master.stream.send_ahead import OutputBudget, SendAhead
+from dumpfilter.v1 import dump_pb2
 from tests.support.dump_helpers import run_slave
 
 
@@ -225,3 +227,25 @@ def test_with_more_streams_than_cpus_the_handler_makes_each_reply(workload_dir, 
         else:
             assert all(decisions)
     assert relayed[0] == relayed[64] and relayed[0]
+
+
+def test_a_reply_grpc_has_serialized_holds_its_events_once():
+    """grpc keeps each reply (and the handler's loop its own reference) until the stream has made
+    the next one: once `_dump_reply_bytes` has its wire bytes, the reply gives up its pieces, so
+    that a stream holds the events of the reply being sent once (besides grpc core's copy), not
+    also as pieces through the send and the next reply's making; the output budget still gets
+    every reply's bytes back."""
+    budget = OutputBudget(1 << 20)
+
+    def stream():
+        for i in range(20):
+            yield dump_pb2.DumpBatch(transactions=i), [bytes([i]) * 3_000, b"y" * 500]
+
+    held = []
+    for reply in SendAhead(stream(), "t", budget=budget):
+        wire = _dump_reply_bytes(reply)  # as grpc's serializer, before the handler is asked for the next
+        assert dump_pb2.DumpBatch.FromString(wire).events[:1] == bytes([reply[0].transactions])
+        held.append(reply)  # as grpc's loop holds it while the next is made
+        assert sum(len(part) for r in held for part in r[1]) == 0
+    assert len(held) == 20
+    assert _wait(lambda: budget.used == 0)
