@@ -1,24 +1,26 @@
 //! A segment's statement units by key as every stream's loops read them (`StmtUnits::rows`,
-//! `StmtUnits::count`): per statement unit its one key, where its statements share one (an
-//! autocommit statement, a transaction over one table), and the key of each statement in unit
-//! order, with where each unit's start. Built once with the segment's `StmtUnits`, read by every
-//! stream: eight do-db streams over a realistic MIXED binlog each walked every statement unit's
+//! `StmtUnits::count`): per statement unit the set of its statements' keys, interned per segment
+//! (the units of one set are answered alike: every key kept, none, some, or one asked of Python),
+//! and the key of each statement in unit order, with where each unit's start. Built once with the
+//! segment's `StmtUnits`, read by every stream, which answers each set once and each unit by its
+//! set: eight do-db streams over a realistic MIXED binlog each walked every statement unit's
 //! pieces (GTID, BEGIN, context events, Query, COMMIT) for their row and again for their key
 //! counts, over a third of their instructions beyond one keep-all stream's (callgrind, 431 MB).
+
+use std::collections::HashMap;
 
 use crate::keep::{self, Keep};
 use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
 use crate::stmt_units::{Piece, ALWAYS};
 
-/// `KeyColumns::units`' key of a unit whose statements have keys of more than one id.
-const MANY: u32 = u32::MAX - 1;
-/// `KeyColumns::units`' key of a unit with no keyed statement (its framing alone).
-const NONE: u32 = u32::MAX;
-
 #[derive(Debug, Default)]
 pub struct KeyColumns {
-    /// (unit index, its statements' one key id, or MANY, or NONE) per statement unit by keys.
+    /// (unit index, its key set) per statement unit by keys.
     units: Vec<(u32, u32)>,
+    /// Per key set, where its keys start in `set_keys` (and after the last: their end).
+    sets: Vec<u32>,
+    /// Each key set's distinct key ids, ascending.
+    set_keys: Vec<u32>,
     /// Per unit k, how many keyed statements the units before it hold (and after the last: all).
     before: Vec<u32>,
     /// Each keyed statement's key id, in order.
@@ -30,23 +32,34 @@ impl KeyColumns {
     pub fn build(bounds: &[(u32, u32)], pieces: &[Piece]) -> KeyColumns {
         let mut cols = KeyColumns {
             before: Vec::with_capacity(bounds.len() + 1),
+            sets: vec![0],
             ..Default::default()
         };
+        let mut interned: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut set = Vec::new();
         for (k, &(lo, hi)) in bounds.iter().enumerate() {
             cols.before.push(cols.keys.len() as u32);
             let Some(unit) = pieces.get(lo as usize..hi as usize) else {
                 continue; // (lo == u32::MAX: not a statement unit by keys)
             };
-            let mut one = NONE;
+            set.clear();
             for p in unit.iter().filter(|p| p.key != ALWAYS) {
                 cols.keys.push(p.key);
-                one = if one == NONE || one == p.key {
-                    p.key
-                } else {
-                    MANY
-                };
+                set.push(p.key);
             }
-            cols.units.push((k as u32, one));
+            set.sort_unstable();
+            set.dedup();
+            let id = match interned.get(set.as_slice()) {
+                Some(&id) => id,
+                None => {
+                    let id = interned.len() as u32;
+                    cols.set_keys.extend_from_slice(&set);
+                    cols.sets.push(cols.set_keys.len() as u32);
+                    interned.insert(set.clone(), id);
+                    id
+                }
+            };
+            cols.units.push((k as u32, id));
         }
         cols.before.push(cols.keys.len() as u32);
         cols
@@ -54,31 +67,33 @@ impl KeyColumns {
 
     /// One stream's answers for the statement units `row` leaves to Python (ROW_SLOW), from its
     /// keep byte per key id: ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none
-    /// kept), ROW_PARTIAL; a unit with a key asked of Python stays ROW_SLOW. `many(k)`: unit k's
-    /// (statements, statements kept), or None, where its statements' keys differ.
-    pub fn rows(&self, row: &mut [u8], keep: &[u8], many: impl Fn(usize) -> Option<(u64, u64)>) {
-        for &(k, one) in &self.units {
+    /// kept), ROW_PARTIAL; a unit with a key asked of Python stays ROW_SLOW.
+    pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
+        let answers: Vec<u8> = self
+            .sets
+            .windows(2)
+            .map(|w| {
+                let (mut kept, mut dropped) = (false, false);
+                for &key in &self.set_keys[w[0] as usize..w[1] as usize] {
+                    match keep::at(keep, key as usize) {
+                        Keep::Keep => kept = true,
+                        Keep::Drop => dropped = true,
+                        Keep::Ask => return ROW_SLOW,
+                    }
+                }
+                match (kept, dropped) {
+                    (_, false) => ROW_KEEP,
+                    (false, true) => ROW_SKIP,
+                    (true, true) => ROW_PARTIAL,
+                }
+            })
+            .collect();
+        for &(k, set) in &self.units {
             let Some(code) = row.get_mut(k as usize) else {
                 break;
             };
-            if *code != ROW_SLOW {
-                continue;
-            }
-            let answer = match one {
-                NONE => Some(ROW_KEEP),
-                MANY => many(k as usize).map(|(content, kept)| match kept {
-                    _ if kept == content => ROW_KEEP,
-                    0 => ROW_SKIP,
-                    _ => ROW_PARTIAL,
-                }),
-                key => match keep::at(keep, key as usize) {
-                    Keep::Keep => Some(ROW_KEEP),
-                    Keep::Drop => Some(ROW_SKIP),
-                    Keep::Ask => None,
-                },
-            };
-            if let Some(answer) = answer {
-                *code = answer;
+            if *code == ROW_SLOW {
+                *code = answers[set as usize];
             }
         }
     }
@@ -135,14 +150,17 @@ mod tests {
 
     #[test]
     fn rows_and_counts_are_the_pieces_read_one_by_one() {
-        // Units: not keyed; framing only; one key twice; keys 0 and 1; key 2 (asked); keys 1, 3.
-        let units: [&[u32]; 6] = [
+        // Units: not keyed; framing only; one key twice; keys 0 and 1; key 2 (asked); keys 1, 3;
+        // keys 1, 0 (the set of the fourth); key 0 (the set of the third).
+        let units: [&[u32]; 8] = [
             &[],
             &[ALWAYS, ALWAYS],
             &[ALWAYS, 0, 0, ALWAYS],
             &[0, 1],
             &[2],
             &[1, ALWAYS, 3],
+            &[ALWAYS, 1, 0, ALWAYS],
+            &[0],
         ];
         let (mut bounds, mut pieces) = (Vec::new(), Vec::new());
         for (k, keys) in units.iter().enumerate() {
@@ -155,15 +173,6 @@ mod tests {
             bounds.push((lo, pieces.len() as u32));
         }
         let cols = KeyColumns::build(&bounds, &pieces);
-        let many = |keep: &[u8], k: usize| {
-            let (lo, hi) = bounds[k];
-            let keyed = pieces[lo as usize..hi as usize]
-                .iter()
-                .filter(|p| p.key != ALWAYS);
-            let answers: Vec<Keep> = keyed.map(|p| keep::at(keep, p.key as usize)).collect();
-            let kept = answers.iter().filter(|a| **a == Keep::Keep).count() as u64;
-            (!answers.contains(&Keep::Ask)).then_some((answers.len() as u64, kept))
-        };
         for keep in [
             [1u8, 1, 1, 1],
             [0, 0, 2, 0],
@@ -171,27 +180,19 @@ mod tests {
             [0, 1, 1, 0],
             [1, 1, 0, 9],
         ] {
-            for start in [
-                [ROW_SLOW; 7],
-                [
-                    ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SLOW, ROW_SLOW,
-                ],
-            ] {
-                let (mut got, mut want) = (start, start);
-                cols.rows(&mut got, &keep, |k| many(&keep, k));
+            let mixed = [ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SLOW];
+            // (rows longer and shorter than the units)
+            for start in [vec![ROW_SLOW; 9], mixed.to_vec()] {
+                let (mut got, mut want) = (start.clone(), start);
+                cols.rows(&mut got, &keep);
                 by_pieces(&bounds, &pieces, &mut want, &keep);
                 assert_eq!(got, want, "keep {keep:?}");
             }
         }
-        for (i, j) in [(0, 6), (1, 3), (3, 4), (2, 2), (4, 2), (5, 99), (99, 100)] {
+        for (i, j) in [(0, 8), (1, 3), (3, 4), (2, 2), (4, 2), (5, 99), (99, 100)] {
             let (mut got, mut want) = ([0u32; 4], [0u32; 4]);
             cols.count(i, j, &mut got);
-            for &(lo, hi) in bounds
-                .iter()
-                .take(j.min(6))
-                .skip(i)
-                .filter(|b| b.0 != u32::MAX)
-            {
+            for &(lo, hi) in bounds.iter().take(j).skip(i).filter(|b| b.0 != u32::MAX) {
                 for p in &pieces[lo as usize..hi as usize] {
                     if let Some(c) = want.get_mut(p.key as usize) {
                         *c += 1;

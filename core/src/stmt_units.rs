@@ -114,7 +114,7 @@ impl StmtUnits {
     /// its keep byte per key id (KEEP_KEEP, KEEP_DROP; anything else, or none: left as it is):
     /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
     pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
-        self.cols.rows(row, keep, |k| self.answer(k, keep));
+        self.cols.rows(row, keep);
     }
 
     /// Unit k without its dropped statements: the bytes, as they were (positions not
