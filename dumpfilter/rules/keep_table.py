@@ -39,7 +39,8 @@ the gate's (`_gated_key`), as the master's streams send it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from operator import attrgetter, itemgetter
+from typing import NamedTuple, cast
 
 from dumpfilter import _core
 from dumpfilter.codec.event import decode_text
@@ -86,6 +87,7 @@ HIT_CLASSES = 256
 DecideKey = Callable[[str, "str | None"], "tuple[Decision, bool]"]
 
 _GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `KeyRows.gated` byte
+_KEY_BYTES, _CODE, _HITS = attrgetter("key"), itemgetter(0), itemgetter(3)  # StatementKey.key, KeyAnswer.code, .hits
 
 
 def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
@@ -194,10 +196,14 @@ class KeepTable:
         last = self._last
         if last is not None and last[0] is keys:
             return last[1]
-        known, answer = self._known, self.answer
-        answers = [known.get(k.key) or answer(k) for k in keys]
-        keep = bytes([a.code for a in answers])
-        rows = KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED), bytes([a.hits for a in answers]))
+        # (in C, each stream of a master asking for each of its segments' ~370 keys: a key's answer
+        # by its bytes, its keep byte and hit class by index; a key met for the first time decided)
+        answers: list[KeyAnswer | None] = list(map(self._known.get, map(_KEY_BYTES, keys)))
+        if None in answers:
+            answers = [a or self.answer(k) for a, k in zip(answers, keys)]
+        decided = cast("list[KeyAnswer]", answers)
+        keep = bytes(map(_CODE, decided))
+        rows = KeyRows(keep, decided, None if self.gate is None else keep.translate(_GATED), bytes(map(_HITS, decided)))
         self._last = (keys, rows)
         return rows
 

@@ -204,6 +204,8 @@ class UnitIndex:
         self.lone_answers: tuple[int, LoneAnswers] | None = None
         self._lone_queries: LoneQueries | None = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
         self._statement_units: StatementUnits | None = None  # `statement_units`' answer
+        self._tallied: tuple[tuple[tuple[int, int], ...], list[int]] | None = None  # `tally`'s last answer
+        self.tallies = 0  # tallies the core made (`tally`; read by tests)
         # A unit's annotations as the policy check reads them (master.decide.policy_check.guard_row)
         self.policy_texts: dict[int, Annotations] | None = None
         # The most units of this segment a gated stream kept (guard_row): SegmentCache.texts_wanted
@@ -280,6 +282,21 @@ class UnitIndex:
         """The bytes it holds: the core's (its UnitList's records and statement units) and the answer
         rows kept (`rows_for`)."""
         return held_bytes(self.unit_list) + sum(map(len, list(self._rows.values())))
+
+    def tally(self, ranges: list[tuple[int, int]]) -> list[int]:
+        """The Table_maps of the units in `ranges` per name id (`UnitList.tally_names`): the rule
+        hits of the units a stream's core walks went over. The last answer is kept: the streams
+        that walk a whole segment in the core (do-db streams over a binlog of eight schemas) ask
+        for the same ranges, and each tallied every Table_map of the segment."""
+        key, last = tuple(ranges), self._tallied
+        if last is not None and last[0] == key:
+            return last[1]
+        counts = bytearray(4 * len(self.names))
+        self.unit_list.tally_names(ranges, counts)
+        self.tallies += 1
+        counted = memoryview(counts).cast("I").tolist()
+        self._tallied = (key, counted)
+        return counted
 
     def rows_for(self, keep_of: Callable[[list[TableName]], bytes],
                  keeps_of: Callable[[list[TableName]], list[bytes]] | None = None) -> tuple[bytes, bytes]:
