@@ -1129,6 +1129,9 @@ class FlagWords:
     def __len__(self) -> int: ...
 
 
+def mark_slow(row: bytearray, units: bytes, code: int) -> bytes | None:
+    """`code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when
+    that was every one of them, else the indices it set (u32 bytes)."""
 def heartbeat(file: str, pos: int, server_id: int, crc: bool) -> bytes:
     """A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat)."""
 def replica_frames(events: bytes, seq: int, annotate: bool, master_pos: int, counted: int) -> ReplicaFrames | None:

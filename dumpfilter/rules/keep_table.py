@@ -38,7 +38,7 @@ the gate's (`_gated_key`), as the master's streams send it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter, itemgetter
 from typing import NamedTuple, cast
 
@@ -104,6 +104,17 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
     if not refused.apply:
         return KEEP_DROP, refused.counted
     return (KEEP_ASK if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
+
+
+class KeyList(list[_core.StatementKey]):
+    """A buffer's statement keys with their bytes read once (`raw`), for every keep table that
+    answers them: a master's segment, which each of its streams' tables answers."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, keys: Iterable[_core.StatementKey]) -> None:
+        super().__init__(keys)
+        self.raw: list[bytes] = list(map(_KEY_BYTES, self))
 
 
 class KeepTable:
@@ -196,13 +207,16 @@ class KeepTable:
         last = self._last
         if last is not None and last[0] is keys:
             return last[1]
-        # (in C, each stream of a master asking for each of its segments' ~370 keys: a key's answer
-        # by its bytes, its keep byte and hit class by index; a key met for the first time decided)
-        answers: list[KeyAnswer | None] = list(map(self._known.get, map(_KEY_BYTES, keys)))
-        if None in answers:
+        # (in C: a master's streams each ask for each of its segments' ~370 keys, whose bytes the
+        # segment read once, `KeyList`; a key met for the first time is decided, once)
+        raw = keys.raw if isinstance(keys, KeyList) else list(map(_KEY_BYTES, keys))
+        answers: list[KeyAnswer | None] = list(map(self._known.get, raw))
+        try:
+            keep = bytes(map(_CODE, answers))
+        except TypeError:  # (None: not met before)
             answers = [a or self.answer(k) for a, k in zip(answers, keys)]
+            keep = bytes(map(_CODE, answers))
         decided = cast("list[KeyAnswer]", answers)
-        keep = bytes(map(_CODE, decided))
         rows = KeyRows(keep, decided, None if self.gate is None else keep.translate(_GATED), bytes(map(_HITS, decided)))
         self._last = (keys, rows)
         return rows

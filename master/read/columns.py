@@ -15,6 +15,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter._core import LoneQueries, StatementKey, held_bytes
 from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
+from dumpfilter.rules.keep_table import KeyList
 from dumpfilter.binlogs.tail import confined_rotate_target
 from dumpfilter.master.read.units import UNIT_KINDS, MariaGtid, MysqlGtid, Pos, TableName, Unit
 from dumpfilter.master.read.windows import ReadBuffer, mapping_cut_short
@@ -169,9 +170,10 @@ LONE_KEPT_BYTES = 16 << 10
 # UnitIndex.statement_units: (the keys, their texts decoded only by the keep table that meets them
 # first: rules.keep_table; the units they decide)
 StatementUnits = tuple[list[StatementKey], int]
-# StatementAnswers.lone_answers: (groups [(unit indices, answer)], singles {unit index: answer}), an
-# answer being a statement flag word and its rule hits by bit (master.decide.flags.WordAnswer)
-LoneAnswers = tuple[list[tuple["memoryview[int]", "WordAnswer"]], dict[int, "WordAnswer"]]
+# StatementAnswers.lone_answers: (groups [(unit indices, the same as u32 bytes, answer)], singles
+# {unit index: answer}), an answer being a statement flag word and its rule hits by bit
+# (master.decide.flags.WordAnswer)
+LoneAnswers = tuple[list[tuple["memoryview[int]", bytes, "WordAnswer"]], dict[int, "WordAnswer"]]
 
 
 # Answer rows a segment keeps, one per distinct keep bytes (`UnitIndex.rows_for`): slaves with the
@@ -275,7 +277,7 @@ class UnitIndex:
                 found = self._statement_units
                 if found is None:
                     read = self.unit_list.statement_units(self._formats())
-                    found = self._statement_units = (read.keys, read.units)
+                    found = self._statement_units = (KeyList(read.keys), read.units)
         return found
 
     def held_bytes(self) -> int:

@@ -36,6 +36,20 @@ pub(super) fn heartbeat<'py>(
     PyBytes::new(py, &out)
 }
 
+/// `code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when
+/// that was all of them, else the indices it set (see rows::mark_slow).
+#[pyfunction]
+pub(super) fn mark_slow<'py>(
+    py: Python<'py>,
+    row: &Bound<'py, PyByteArray>,
+    units: &[u8],
+    code: u8,
+) -> Option<Bound<'py, PyBytes>> {
+    // SAFETY: no Python code runs while the bytearray's buffer is borrowed here.
+    let set = crate::rows::mark_slow(unsafe { row.as_bytes_mut() }, units, code);
+    set.map(|set| PyBytes::new(py, &set))
+}
+
 /// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
 #[pyfunction]
 #[pyo3(signature = (body, max_out = 1 << 30))]
