@@ -1129,6 +1129,9 @@ class FlagWords:
     def __len__(self) -> int: ...
 
 
+def class_sums(counts: bytearray, classes: bytes) -> dict[int, int]:
+    """The u32 counts per key id of `counts` summed by each key's class byte in `classes`: the
+    classes with a nonzero sum."""
 def mark_slow(row: bytearray, units: bytes, code: int) -> bytes | None:
     """`code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when
     that was every one of them, else the indices it set (u32 bytes)."""
