@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from operator import attrgetter, itemgetter
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from dumpfilter import _core
 from dumpfilter.codec.event import decode_text
@@ -87,7 +87,10 @@ HIT_CLASSES = 256
 DecideKey = Callable[[str, "str | None"], "tuple[Decision, bool]"]
 
 _GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `KeyRows.gated` byte
-_KEY_BYTES, _CODE, _HITS = attrgetter("key"), itemgetter(0), itemgetter(3)  # StatementKey.key, KeyAnswer.code, .hits
+# StatementKey.key, KeyAnswer.code and KeyAnswer.hits (of a KeyAnswer | None: None fails)
+_KEY_BYTES: Callable[[_core.StatementKey], bytes] = attrgetter("key")
+_CODE: Callable[[Any], int] = itemgetter(0)
+_HITS: Callable[[Any], int] = itemgetter(3)
 
 
 def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
