@@ -1,7 +1,7 @@
 //! A segment's statement units by key as every stream's loops read them (`StmtUnits::rows`,
 //! `StmtUnits::count`): per statement unit the set of its statements' keys, interned per segment
 //! (the units of one set are answered alike: every key kept, none, some, or one asked of Python),
-//! and the key of each statement in unit order, with where each unit's start. Built once with the
+//! and each keyed statement's key in unit order, with where each unit's start there. Built once with the
 //! segment's `StmtUnits`, read by every stream, which answers each set once and each unit by its
 //! set: eight do-db streams over a realistic MIXED binlog each walked every statement unit's
 //! pieces (GTID, BEGIN, context events, Query, COMMIT) for their row and again for their key
@@ -11,7 +11,6 @@ use std::collections::HashMap;
 
 use crate::keep::{self, Keep};
 use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
-use crate::stmt_units::{Piece, ALWAYS};
 
 #[derive(Debug, Default)]
 pub struct KeyColumns {
@@ -28,24 +27,26 @@ pub struct KeyColumns {
 }
 
 impl KeyColumns {
-    /// The columns of units with `bounds` into `pieces` (`StmtUnits`' own).
-    pub fn build(bounds: &[(u32, u32)], pieces: &[Piece]) -> KeyColumns {
+    /// The columns of units given as their keyed statements' key ids, in order (None: not a
+    /// statement unit by keys).
+    pub fn build<U: IntoIterator<Item = u32>>(
+        units: impl Iterator<Item = Option<U>>,
+    ) -> KeyColumns {
         let mut cols = KeyColumns {
-            before: Vec::with_capacity(bounds.len() + 1),
             sets: vec![0],
             ..Default::default()
         };
         let mut interned: HashMap<Vec<u32>, u32> = HashMap::new();
         let mut set = Vec::new();
-        for (k, &(lo, hi)) in bounds.iter().enumerate() {
+        for (k, unit) in units.enumerate() {
             cols.before.push(cols.keys.len() as u32);
-            let Some(unit) = pieces.get(lo as usize..hi as usize) else {
-                continue; // (lo == u32::MAX: not a statement unit by keys)
+            let Some(keys) = unit else {
+                continue;
             };
             set.clear();
-            for p in unit.iter().filter(|p| p.key != ALWAYS) {
-                cols.keys.push(p.key);
-                set.push(p.key);
+            for key in keys {
+                cols.keys.push(key);
+                set.push(key);
             }
             set.sort_unstable();
             set.dedup();
@@ -117,25 +118,13 @@ impl KeyColumns {
 mod tests {
     use super::*;
 
-    fn piece(key: u32) -> Piece {
-        Piece {
-            key,
-            start: 0,
-            end: 0,
-            events: 1,
-        }
-    }
-
-    /// The definition the columns are held to: each unit's pieces read one by one.
-    fn by_pieces(bounds: &[(u32, u32)], pieces: &[Piece], row: &mut [u8], keep: &[u8]) {
-        for (k, code) in row.iter_mut().enumerate() {
-            let Some(&(lo, hi)) = bounds.get(k).filter(|b| b.0 != u32::MAX) else {
+    /// The definition the columns are held to: each unit's keys read one by one.
+    fn by_keys(units: &[Option<&[u32]>], row: &mut [u8], keep: &[u8]) {
+        for (code, unit) in row.iter_mut().zip(units) {
+            let Some(keys) = unit else {
                 continue;
             };
-            let keyed = pieces[lo as usize..hi as usize]
-                .iter()
-                .filter(|p| p.key != ALWAYS);
-            let answers: Vec<Keep> = keyed.map(|p| keep::at(keep, p.key as usize)).collect();
+            let answers: Vec<Keep> = keys.iter().map(|k| keep::at(keep, *k as usize)).collect();
             if *code != ROW_SLOW || answers.contains(&Keep::Ask) {
                 continue;
             }
@@ -149,30 +138,20 @@ mod tests {
     }
 
     #[test]
-    fn rows_and_counts_are_the_pieces_read_one_by_one() {
-        // Units: not keyed; framing only; one key twice; keys 0 and 1; key 2 (asked); keys 1, 3;
+    fn rows_and_counts_are_the_keys_read_one_by_one() {
+        // Not keyed; framing only; one key twice; keys 0 and 1; key 2 (asked); keys 1, 3;
         // keys 1, 0 (the set of the fourth); key 0 (the set of the third).
-        let units: [&[u32]; 8] = [
-            &[],
-            &[ALWAYS, ALWAYS],
-            &[ALWAYS, 0, 0, ALWAYS],
-            &[0, 1],
-            &[2],
-            &[1, ALWAYS, 3],
-            &[ALWAYS, 1, 0, ALWAYS],
-            &[0],
+        let units: [Option<&[u32]>; 8] = [
+            None,
+            Some(&[]),
+            Some(&[0, 0]),
+            Some(&[0, 1]),
+            Some(&[2]),
+            Some(&[1, 3]),
+            Some(&[1, 0]),
+            Some(&[0]),
         ];
-        let (mut bounds, mut pieces) = (Vec::new(), Vec::new());
-        for (k, keys) in units.iter().enumerate() {
-            if k == 0 {
-                bounds.push((u32::MAX, u32::MAX));
-                continue;
-            }
-            let lo = pieces.len() as u32;
-            pieces.extend(keys.iter().map(|&key| piece(key)));
-            bounds.push((lo, pieces.len() as u32));
-        }
-        let cols = KeyColumns::build(&bounds, &pieces);
+        let cols = KeyColumns::build(units.iter().map(|u| u.map(|keys| keys.iter().copied())));
         for keep in [
             [1u8, 1, 1, 1],
             [0, 0, 2, 0],
@@ -185,16 +164,16 @@ mod tests {
             for start in [vec![ROW_SLOW; 9], mixed.to_vec()] {
                 let (mut got, mut want) = (start.clone(), start);
                 cols.rows(&mut got, &keep);
-                by_pieces(&bounds, &pieces, &mut want, &keep);
+                by_keys(&units, &mut want, &keep);
                 assert_eq!(got, want, "keep {keep:?}");
             }
         }
         for (i, j) in [(0, 8), (1, 3), (3, 4), (2, 2), (4, 2), (5, 99), (99, 100)] {
             let (mut got, mut want) = ([0u32; 4], [0u32; 4]);
             cols.count(i, j, &mut got);
-            for &(lo, hi) in bounds.iter().take(j).skip(i).filter(|b| b.0 != u32::MAX) {
-                for p in &pieces[lo as usize..hi as usize] {
-                    if let Some(c) = want.get_mut(p.key as usize) {
+            for keys in units.iter().take(j).skip(i).flatten() {
+                for key in *keys {
+                    if let Some(c) = want.get_mut(*key as usize) {
                         *c += 1;
                     }
                 }

@@ -348,7 +348,12 @@ impl<'a> Builder<'a> {
 
     fn finish(mut self) -> StmtUnits {
         self.s.keys = std::mem::take(&mut self.keys.new);
-        self.s.cols = KeyColumns::build(&self.s.bounds, &self.s.pieces);
+        let (bounds, pieces) = (&self.s.bounds, &self.s.pieces);
+        let keyed = |&(lo, hi): &(u32, u32)| {
+            let unit = pieces.get(lo as usize..hi as usize)?; // (lo == u32::MAX: not a statement unit)
+            Some(unit.iter().filter(|p| p.key != ALWAYS).map(|p| p.key))
+        };
+        self.s.cols = KeyColumns::build(bounds.iter().map(keyed));
         self.s
     }
 }
