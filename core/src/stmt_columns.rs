@@ -8,9 +8,14 @@
 //! counts, over a third of their instructions beyond one keep-all stream's (callgrind, 431 MB).
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 
 use crate::keep::{self, Keep};
 use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+use crate::stmt_keys::KeyHasher;
+
+/// Key sets of more than one key, by their keys (hashed as the keys' bytes are: `KeyHasher`).
+type Interned = HashMap<Vec<u32>, u32, BuildHasherDefault<KeyHasher>>;
 
 #[derive(Debug, Default)]
 pub struct KeyColumns {
@@ -36,7 +41,8 @@ impl KeyColumns {
             sets: vec![0],
             ..Default::default()
         };
-        let mut interned: HashMap<Vec<u32>, u32> = HashMap::new();
+        // Sets of one key by that key's id (most units), the others by their keys.
+        let (mut single, mut interned) = (Vec::new(), Interned::default());
         let mut set = Vec::new();
         for (k, unit) in units.enumerate() {
             cols.before.push(cols.keys.len() as u32);
@@ -50,20 +56,35 @@ impl KeyColumns {
             }
             set.sort_unstable();
             set.dedup();
-            let id = match interned.get(set.as_slice()) {
-                Some(&id) => id,
-                None => {
-                    let id = interned.len() as u32;
-                    cols.set_keys.extend_from_slice(&set);
-                    cols.sets.push(cols.set_keys.len() as u32);
-                    interned.insert(set.clone(), id);
-                    id
+            let id = match set.as_slice() {
+                // (a key id is under the statements met: dense ids, as `Keys` gives them)
+                &[key] if (key as usize) < cols.keys.len() => {
+                    let key = key as usize;
+                    if single.len() <= key {
+                        single.resize(key + 1, None);
+                    }
+                    *single[key].get_or_insert_with(|| cols.add_set(&set))
                 }
+                _ => match interned.get(set.as_slice()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = cols.add_set(&set);
+                        interned.insert(set.clone(), id);
+                        id
+                    }
+                },
             };
             cols.units.push((k as u32, id));
         }
         cols.before.push(cols.keys.len() as u32);
         cols
+    }
+
+    /// A new key set's id.
+    fn add_set(&mut self, keys: &[u32]) -> u32 {
+        self.set_keys.extend_from_slice(keys);
+        self.sets.push(self.set_keys.len() as u32);
+        (self.sets.len() - 2) as u32
     }
 
     /// One stream's answers for the statement units `row` leaves to Python (ROW_SLOW), from its
@@ -140,8 +161,9 @@ mod tests {
     #[test]
     fn rows_and_counts_are_the_keys_read_one_by_one() {
         // Not keyed; framing only; one key twice; keys 0 and 1; key 2 (asked); keys 1, 3;
-        // keys 1, 0 (the set of the fourth); key 0 (the set of the third).
-        let units: [Option<&[u32]>; 8] = [
+        // keys 1, 0 (the set of the fourth); key 0 (the set of the third); key 900 (past the ids
+        // met: by its keys, and asked of every stream).
+        let units: [Option<&[u32]>; 9] = [
             None,
             Some(&[]),
             Some(&[0, 0]),
@@ -150,6 +172,7 @@ mod tests {
             Some(&[1, 3]),
             Some(&[1, 0]),
             Some(&[0]),
+            Some(&[900]),
         ];
         let cols = KeyColumns::build(units.iter().map(|u| u.map(|keys| keys.iter().copied())));
         for keep in [
@@ -161,14 +184,14 @@ mod tests {
         ] {
             let mixed = [ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SLOW];
             // (rows longer and shorter than the units)
-            for start in [vec![ROW_SLOW; 9], mixed.to_vec()] {
+            for start in [vec![ROW_SLOW; 10], mixed.to_vec()] {
                 let (mut got, mut want) = (start.clone(), start);
                 cols.rows(&mut got, &keep);
                 by_keys(&units, &mut want, &keep);
                 assert_eq!(got, want, "keep {keep:?}");
             }
         }
-        for (i, j) in [(0, 8), (1, 3), (3, 4), (2, 2), (4, 2), (5, 99), (99, 100)] {
+        for (i, j) in [(0, 9), (1, 3), (3, 4), (2, 2), (4, 2), (5, 99), (99, 100)] {
             let (mut got, mut want) = ([0u32; 4], [0u32; 4]);
             cols.count(i, j, &mut got);
             for keys in units.iter().take(j).skip(i).flatten() {
