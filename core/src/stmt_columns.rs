@@ -49,30 +49,33 @@ impl KeyColumns {
             let Some(keys) = unit else {
                 continue;
             };
-            set.clear();
-            for key in keys {
-                cols.keys.push(key);
-                set.push(key);
-            }
-            set.sort_unstable();
-            set.dedup();
-            let id = match set.as_slice() {
+            let start = cols.keys.len();
+            cols.keys.extend(keys);
+            let mine = &cols.keys[start..];
+            let id = match mine.first() {
                 // (a key id is under the statements met: dense ids, as `Keys` gives them)
-                &[key] if (key as usize) < cols.keys.len() => {
+                Some(&key) if mine.iter().all(|k| *k == key) && (key as usize) < start + 1 => {
                     let key = key as usize;
                     if single.len() <= key {
                         single.resize(key + 1, None);
                     }
+                    let set = [key as u32];
                     *single[key].get_or_insert_with(|| cols.add_set(&set))
                 }
-                _ => match interned.get(set.as_slice()) {
-                    Some(&id) => id,
-                    None => {
-                        let id = cols.add_set(&set);
-                        interned.insert(set.clone(), id);
-                        id
+                _ => {
+                    set.clear();
+                    set.extend_from_slice(mine);
+                    set.sort_unstable();
+                    set.dedup();
+                    match interned.get(set.as_slice()) {
+                        Some(&id) => id,
+                        None => {
+                            let id = cols.add_set(&set);
+                            interned.insert(set.clone(), id);
+                            id
+                        }
                     }
-                },
+                }
             };
             cols.units.push((k as u32, id));
         }
