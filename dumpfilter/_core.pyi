@@ -26,7 +26,8 @@ __all__ = [
     "StatementFacts", "StatementKey", "StatementPieces", "StatementShape", "StatementTables",
     "StatementUnits", "TableBytes", "TableName", "TableReference", "TimeCut", "TriggerDefinition",
     "TriggerWrite", "UnitEnd", "UnitEntry", "UnitList", "UnitsResult", "WalkResult", "body_reach",
-    "foreign_log_pos", "gtid_marks", "heartbeat", "held_bytes", "hop", "last_timestamp", "mysql_gtids_at",
+    "class_sums", "foreign_log_pos", "gtid_marks", "heartbeat", "held_bytes", "hop", "last_timestamp", "mark_slow",
+    "mysql_gtids_at",
     "parens_close", "payload_bytes", "plain_statement", "reaches_key_alone", "relay_run", "relayed", "rename_event",
     "renumber", "replica_frames", "schema_candidates", "split_route", "statement_facts",
     "statement_key", "statement_pieces", "statements",
@@ -1129,6 +1130,12 @@ class FlagWords:
     def __len__(self) -> int: ...
 
 
+def class_sums(counts: bytearray, classes: bytes) -> dict[int, int]:
+    """The u32 counts per key id of `counts` summed by each key's class byte in `classes`: the
+    classes with a nonzero sum."""
+def mark_slow(row: bytearray, units: bytes, code: int) -> bytes | None:
+    """`code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when
+    that was every one of them, else the indices it set (u32 bytes)."""
 def heartbeat(file: str, pos: int, server_id: int, crc: bool) -> bytes:
     """A Heartbeat event for (file, pos), as the master sends one (see send::heartbeat)."""
 def replica_frames(events: bytes, seq: int, annotate: bool, master_pos: int, counted: int) -> ReplicaFrames | None:

@@ -28,6 +28,7 @@ pub mod split;
 pub mod split_mysql;
 pub mod sql;
 pub mod stmt;
+pub mod stmt_columns;
 pub mod stmt_cues;
 pub mod stmt_keys;
 pub mod stmt_units;

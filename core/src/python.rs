@@ -100,6 +100,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     results::add_records(m)?;
     facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_slow, m)?)?;
+    m.add_function(wrap_pyfunction!(class_sums, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;
     m.add_function(wrap_pyfunction!(hop, m)?)?;

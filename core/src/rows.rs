@@ -19,6 +19,29 @@ pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
 }
 
 // `rows_many` computes the codes from these values.
+/// `code` for each unit of `units` (u32 indices, little-endian) whose answer in `row` is
+/// ROW_SLOW; None when that was every one of them, else the indices it set (u32 bytes). A
+/// stream's GTID-and-one-statement units answered alike (a default database's plain statements,
+/// `StatementAnswers.row`), thousands per segment of a MIXED binlog, set in one call, not by a
+/// Python loop per unit.
+pub fn mark_slow(row: &mut [u8], units: &[u8], code: u8) -> Option<Vec<u8>> {
+    let mut set: Option<Vec<u8>> = None;
+    for (n, k) in units.chunks_exact(4).enumerate() {
+        let at = u32::from_le_bytes([k[0], k[1], k[2], k[3]]) as usize;
+        match row.get_mut(at).filter(|a| **a == ROW_SLOW) {
+            Some(answer) => {
+                *answer = code;
+                if let Some(set) = set.as_mut() {
+                    set.extend_from_slice(k);
+                }
+            }
+            None if set.is_none() => set = Some(units[..4 * n].to_vec()),
+            None => {}
+        }
+    }
+    set
+}
+
 const _: () = assert!(ROW_SKIP == 0 && ROW_PARTIAL == 1 && ROW_KEEP == 2 && ROW_SLOW == 3);
 
 /// Slaves decided at once by `rows_many`: one bit each in a word per name id.
@@ -86,6 +109,30 @@ pub fn rows_many(tids: &[u32], bounds: &[u32], keeps: &[&[u8]]) -> Vec<Vec<u8>> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mark_slow_sets_the_slow_units_and_says_which_where_not_all() {
+        let units: Vec<u8> = [1u32, 3, 4, 9]
+            .iter()
+            .flat_map(|k| k.to_le_bytes())
+            .collect();
+        let mut row = [ROW_SLOW; 6];
+        assert_eq!(mark_slow(&mut row, &units[..12], ROW_SKIP), None);
+        assert_eq!(
+            row,
+            [ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SKIP, ROW_SKIP, ROW_SLOW]
+        );
+        let mut row = [ROW_SLOW, ROW_SLOW, ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SLOW];
+        let set = mark_slow(&mut row, &units, ROW_KEEP);
+        assert_eq!(
+            set,
+            Some([1u32, 4].iter().flat_map(|k| k.to_le_bytes()).collect())
+        );
+        assert_eq!(
+            row,
+            [ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_KEEP, ROW_KEEP, ROW_SLOW]
+        );
+    }
 
     /// Each slave's answer per unit is the one its keep bytes give the unit's tables, whatever
     /// the other slaves: units drawn with a known answer per slave (all its tables kept, some,

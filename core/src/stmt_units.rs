@@ -16,6 +16,7 @@ use crate::scan::{F_HOLES, F_PLACEHOLDERS};
 use crate::skip_forms::is_placeholder;
 use crate::sql::{query_literals, query_ranges};
 use crate::stmt::{dml_shape_read, framing};
+use crate::stmt_columns::KeyColumns;
 use crate::stmt_keys::{Keys, NewKey};
 use crate::types::{HEADER_LEN, INTVAR, QUERY, RAND, USER_VAR, XID};
 use crate::unit_list::UnitList;
@@ -44,6 +45,8 @@ pub struct StmtUnits {
     pub keys: Vec<NewKey>,
     /// Units decided by keys.
     pub units: usize,
+    /// The keys as each stream's loops read them (`rows`, `count`).
+    cols: KeyColumns,
 }
 
 impl StmtUnits {
@@ -111,35 +114,7 @@ impl StmtUnits {
     /// its keep byte per key id (KEEP_KEEP, KEEP_DROP; anything else, or none: left as it is):
     /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
     pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
-        use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
-        for (k, code) in row.iter_mut().enumerate() {
-            if *code != ROW_SLOW {
-                continue;
-            }
-            let Some(pieces) = self.of(k) else {
-                continue;
-            };
-            let (mut content, mut kept) = (0u32, 0u32);
-            let mut known = true;
-            for p in pieces.iter().filter(|p| p.key != ALWAYS) {
-                content += 1;
-                match keep::at(keep, p.key as usize) {
-                    Keep::Keep => kept += 1,
-                    Keep::Drop => {}
-                    Keep::Ask => known = false,
-                }
-            }
-            if !known {
-                continue;
-            }
-            *code = if kept == content {
-                ROW_KEEP
-            } else if kept == 0 {
-                ROW_SKIP
-            } else {
-                ROW_PARTIAL
-            };
-        }
+        self.cols.rows(row, keep);
     }
 
     /// Unit k without its dropped statements: the bytes, as they were (positions not
@@ -231,15 +206,7 @@ impl StmtUnits {
 
     /// Adds the key uses of units i..j to `counts` (one per key id).
     pub fn count(&self, i: usize, j: usize, counts: &mut [u32]) {
-        for k in i..j {
-            if let Some(pieces) = self.of(k) {
-                for p in pieces {
-                    if let Some(c) = counts.get_mut(p.key as usize) {
-                        *c += 1;
-                    }
-                }
-            }
-        }
+        self.cols.count(i, j, counts);
     }
 }
 
@@ -381,6 +348,12 @@ impl<'a> Builder<'a> {
 
     fn finish(mut self) -> StmtUnits {
         self.s.keys = std::mem::take(&mut self.keys.new);
+        let (bounds, pieces) = (&self.s.bounds, &self.s.pieces);
+        let keyed = |&(lo, hi): &(u32, u32)| {
+            let unit = pieces.get(lo as usize..hi as usize)?; // (lo == u32::MAX: not a statement unit)
+            Some(unit.iter().filter(|p| p.key != ALWAYS).map(|p| p.key))
+        };
+        self.s.cols = KeyColumns::build(bounds.iter().map(keyed));
         self.s
     }
 }

@@ -38,8 +38,9 @@ the gate's (`_gated_key`), as the master's streams send it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter, itemgetter
+from typing import Any, NamedTuple, cast
 
 from dumpfilter import _core
 from dumpfilter.codec.event import decode_text
@@ -86,6 +87,10 @@ HIT_CLASSES = 256
 DecideKey = Callable[[str, "str | None"], "tuple[Decision, bool]"]
 
 _GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `KeyRows.gated` byte
+# StatementKey.key, KeyAnswer.code and KeyAnswer.hits (of a KeyAnswer | None: None fails)
+_KEY_BYTES: Callable[[_core.StatementKey], bytes] = attrgetter("key")
+_CODE: Callable[[Any], int] = itemgetter(0)
+_HITS: Callable[[Any], int] = itemgetter(3)
 
 
 def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
@@ -102,6 +107,17 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
     if not refused.apply:
         return KEEP_DROP, refused.counted
     return (KEEP_ASK if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
+
+
+class KeyList(list[_core.StatementKey]):
+    """A buffer's statement keys with their bytes read once (`raw`), for every keep table that
+    answers them: a master's segment, which each of its streams' tables answers."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, keys: Iterable[_core.StatementKey]) -> None:
+        super().__init__(keys)
+        self.raw: list[bytes] = list(map(_KEY_BYTES, self))
 
 
 class KeepTable:
@@ -194,10 +210,17 @@ class KeepTable:
         last = self._last
         if last is not None and last[0] is keys:
             return last[1]
-        known, answer = self._known, self.answer
-        answers = [known.get(k.key) or answer(k) for k in keys]
-        keep = bytes([a.code for a in answers])
-        rows = KeyRows(keep, answers, None if self.gate is None else keep.translate(_GATED), bytes([a.hits for a in answers]))
+        # (in C: a master's streams each ask for each of its segments' ~370 keys, whose bytes the
+        # segment read once, `KeyList`; a key met for the first time is decided, once)
+        raw = keys.raw if isinstance(keys, KeyList) else list(map(_KEY_BYTES, keys))
+        answers: list[KeyAnswer | None] = list(map(self._known.get, raw))
+        try:
+            keep = bytes(map(_CODE, answers))
+        except TypeError:  # (None: not met before)
+            answers = [a or self.answer(k) for a, k in zip(answers, keys)]
+            keep = bytes(map(_CODE, answers))
+        decided = cast("list[KeyAnswer]", answers)
+        rows = KeyRows(keep, decided, None if self.gate is None else keep.translate(_GATED), bytes(map(_HITS, decided)))
         self._last = (keys, rows)
         return rows
 

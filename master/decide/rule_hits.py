@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from itertools import compress
 from typing import TYPE_CHECKING
 
-from dumpfilter import _core
 from dumpfilter.master.decide.flags import ASSUMED_DECISIONS, Hits
 
 if TYPE_CHECKING:
+    from dumpfilter.master.read.columns import UnitIndex
     from dumpfilter.master.read.units import TableName
     from dumpfilter.master.registry import RegisteredSlave
 
@@ -41,8 +41,8 @@ class RuleHits:
         self.unit_hits: dict[int, Hits] = {}  # rule hits of the current segment's statement units in runs
         self.group_hits: GroupHits = []  # the same for groups of units answered alike: (indices, hits)
         # The ranges of a segment's units the core walked, their Table_maps not yet tallied:
-        # (the segment's names by id, its UnitList, [(start, end), ...]).
-        self._tally: tuple[list[TableName], _core.UnitList, list[tuple[int, int]]] | None = None
+        # (the segment's UnitIndex, [(start, end), ...]).
+        self._tally: tuple[UnitIndex, list[tuple[int, int]]] | None = None
 
     def for_segment(self) -> tuple[dict[int, Hits], GroupHits]:
         """Fresh records of a segment's statement hits (`unit_hits`, `group_hits`), for its row's
@@ -50,15 +50,15 @@ class RuleHits:
         self.unit_hits, self.group_hits = {}, []
         return self.unit_hits, self.group_hits
 
-    def walked(self, names: list[TableName], units: _core.UnitList, start: int, end: int) -> None:
-        """The core walked units [start, end) of a segment's UnitList whose name ids are `names`:
-        their Table_maps are tallied (`UnitList.tally_names`) when folded, over every range walked
-        in the segment, the segment before folded first."""
+    def walked(self, index: UnitIndex, start: int, end: int) -> None:
+        """The core walked units [start, end) of a segment (its UnitIndex): their Table_maps are
+        tallied (`UnitIndex.tally`) when folded, over every range walked in the segment, the
+        segment before folded first."""
         tally = self._tally
-        if tally is None or tally[1] is not units:
+        if tally is None or tally[0] is not index:
             self._fold_tally()
-            tally = self._tally = (names, units, [])
-        ranges = tally[2]
+            tally = self._tally = (index, [])
+        ranges = tally[1]
         if ranges and ranges[-1][1] == start:  # (a run that goes on: one range)
             ranges[-1] = (ranges[-1][0], end)
         else:
@@ -98,13 +98,11 @@ class RuleHits:
         if tally is None:
             return
         self._tally = None
-        names, units, ranges = tally
-        counts = bytearray(4 * len(names))
-        units.tally_names(ranges, counts)
+        index, ranges = tally
+        counted = index.tally(ranges)
         occurrences = self.occurrences
         get = occurrences.get  # (a Counter's += calls __missing__ in Python for each new name)
-        counted = memoryview(counts).cast("I").tolist()
-        for name, count in zip(compress(names, counted), filter(None, counted)):
+        for name, count in zip(compress(index.names, counted), filter(None, counted)):
             occurrences[name] = get(name, 0) + count
 
     def flush(self) -> None:

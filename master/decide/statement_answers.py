@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from dumpfilter._core import SKIP_STOP
+from dumpfilter._core import SKIP_STOP, mark_slow
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import MalformedEventError
@@ -68,11 +68,10 @@ class StatementAnswers:
         heartbeat = self.policy.walk_skip != SKIP_STOP
         if heartbeat:  # the units read in bulk first, in tight loops (thousands per segment)
             groups, singles = self.lone_answers(seg)
-            for ks, (word, by_bit) in groups:
+            for ks, raw, (word, by_bit) in groups:
                 code = ROW_KEEP if word >> bit & 1 else ROW_SKIP
-                marked = [k for k in ks if out[k] == ROW_SLOW]  # all of them: a lone unit is never fast
-                for k in marked:
-                    out[k] = code
+                rest = mark_slow(out, raw, code)  # (None: all of them, a lone unit being never fast)
+                marked = ks if rest is None else memoryview(rest).cast("I")
                 hits = by_bit.get(bit)
                 if hits and marked:
                     group_hits.append((marked, hits))
@@ -139,7 +138,7 @@ class StatementAnswers:
                 return statement_words.answer(sql, db, order_key(unit_start(unit)), unit.parses)
 
             found = lone_queries()
-            groups: list[tuple[memoryview[int], WordAnswer]] = []
+            groups: list[tuple[memoryview[int], bytes, WordAnswer]] = []
             singles: dict[int, WordAnswer] = {}
             for group in found.plain:
                 db = group.db
@@ -147,7 +146,7 @@ class StatementAnswers:
                 for i, k in enumerate(ks):
                     words = known_plain(db)  # known once the first is answered, under database rules
                     if words is not None:
-                        groups.append((ks[i:], words))
+                        groups.append((ks[i:], group.units[4 * i:], words))
                         break
                     singles[k] = answer(k, db, None)
             for query in found.others:

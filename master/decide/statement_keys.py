@@ -127,21 +127,20 @@ class StreamStatementKeys:
         if pending is None:
             return
         rows, tally = pending
-        counts = memoryview(tally).cast("I")
-        if not any(counts):
-            return
-        # Per hit class, its keys' statements summed in C (`compress` by the class's mask), one
-        # count per class: the last class holds every class past it, its keys counted one by one.
         decided, classes = rows.answers, rows.hits
+        sums = _core.class_sums(tally, classes)  # per hit class, its keys' statements
+        if not sums:
+            return
+        # One count per class; the last class holds every class past it, its keys counted one by one.
         alike: list[tuple[Decision, tuple[str, ...], int]] = []
-        for klass in set(classes):
-            mask = classes.translate(_MASKS[klass])
+        for klass, times in sums.items():
             if klass < HIT_CLASSES - 1:
                 answer = decided[classes.index(klass)]
-                alike.append((answer.decision, answer.counted, sum(compress(counts, mask))))
+                alike.append((answer.decision, answer.counted, times))
             else:
-                alike += [(decided[k].decision, decided[k].counted, counts[k]) for k in compress(range(len(counts)), mask)]
-        counts.release()
+                with memoryview(tally).cast("I") as counts:
+                    keys = compress(range(len(counts)), classes.translate(_MASKS[klass]))
+                    alike += [(decided[k].decision, decided[k].counted, counts[k]) for k in keys if counts[k]]
         tally[:] = bytes(len(tally))  # (a send may add to it again: counted from zero)
         state = self.hits.state  # (the rules the stream decided with: a replacing stream's may be the slave's now)
         assert state is not None, "a stream's slave has its state"

@@ -15,6 +15,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter._core import LoneQueries, StatementKey, held_bytes
 from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
+from dumpfilter.rules.keep_table import KeyList
 from dumpfilter.binlogs.tail import confined_rotate_target
 from dumpfilter.master.read.units import UNIT_KINDS, MariaGtid, MysqlGtid, Pos, TableName, Unit
 from dumpfilter.master.read.windows import ReadBuffer, mapping_cut_short
@@ -169,9 +170,10 @@ LONE_KEPT_BYTES = 16 << 10
 # UnitIndex.statement_units: (the keys, their texts decoded only by the keep table that meets them
 # first: rules.keep_table; the units they decide)
 StatementUnits = tuple[list[StatementKey], int]
-# StatementAnswers.lone_answers: (groups [(unit indices, answer)], singles {unit index: answer}), an
-# answer being a statement flag word and its rule hits by bit (master.decide.flags.WordAnswer)
-LoneAnswers = tuple[list[tuple["memoryview[int]", "WordAnswer"]], dict[int, "WordAnswer"]]
+# StatementAnswers.lone_answers: (groups [(unit indices, the same as u32 bytes, answer)], singles
+# {unit index: answer}), an answer being a statement flag word and its rule hits by bit
+# (master.decide.flags.WordAnswer)
+LoneAnswers = tuple[list[tuple["memoryview[int]", bytes, "WordAnswer"]], dict[int, "WordAnswer"]]
 
 
 # Answer rows a segment keeps, one per distinct keep bytes (`UnitIndex.rows_for`): slaves with the
@@ -204,6 +206,8 @@ class UnitIndex:
         self.lone_answers: tuple[int, LoneAnswers] | None = None
         self._lone_queries: LoneQueries | None = None  # `lone_queries`' answer, when small enough to keep (LONE_KEPT_BYTES)
         self._statement_units: StatementUnits | None = None  # `statement_units`' answer
+        self._tallied: tuple[tuple[tuple[int, int], ...], list[int]] | None = None  # `tally`'s last answer
+        self.tallies = 0  # tallies the core made (`tally`; read by tests)
         # A unit's annotations as the policy check reads them (master.decide.policy_check.guard_row)
         self.policy_texts: dict[int, Annotations] | None = None
         # The most units of this segment a gated stream kept (guard_row): SegmentCache.texts_wanted
@@ -273,13 +277,28 @@ class UnitIndex:
                 found = self._statement_units
                 if found is None:
                     read = self.unit_list.statement_units(self._formats())
-                    found = self._statement_units = (read.keys, read.units)
+                    found = self._statement_units = (KeyList(read.keys), read.units)
         return found
 
     def held_bytes(self) -> int:
         """The bytes it holds: the core's (its UnitList's records and statement units) and the answer
         rows kept (`rows_for`)."""
         return held_bytes(self.unit_list) + sum(map(len, list(self._rows.values())))
+
+    def tally(self, ranges: list[tuple[int, int]]) -> list[int]:
+        """The Table_maps of the units in `ranges` per name id (`UnitList.tally_names`): the rule
+        hits of the units a stream's core walks went over. The last answer is kept: the streams
+        that walk a whole segment in the core (do-db streams over a binlog of eight schemas) ask
+        for the same ranges, and each tallied every Table_map of the segment."""
+        key, last = tuple(ranges), self._tallied
+        if last is not None and last[0] == key:
+            return last[1]
+        counts = bytearray(4 * len(self.names))
+        self.unit_list.tally_names(ranges, counts)
+        self.tallies += 1
+        counted = memoryview(counts).cast("I").tolist()
+        self._tallied = (key, counted)
+        return counted
 
     def rows_for(self, keep_of: Callable[[list[TableName]], bytes],
                  keeps_of: Callable[[list[TableName]], list[bytes]] | None = None) -> tuple[bytes, bytes]:

@@ -468,7 +468,7 @@ class SlaveStream:
         self.batch_skipped += sent.read_bytes - sent.sent_bytes
         self.batch_units += j - i
         hits = self.hits
-        hits.walked(index.names, unit_list, i, j)
+        hits.walked(index, i, j)
         if hits.unit_hits or hits.group_hits:
             hits.statements(i, j)
         self._track_gtids(index, i, j)

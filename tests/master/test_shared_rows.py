@@ -79,3 +79,26 @@ def test_slaves_with_different_rules_are_answered_in_one_walk_of_each_segment(tm
         alone = DumpService(tmp_path, segment_bytes=64 << 10)
         alone.register(reg)
         assert _batches(alone, reg.server_id) == got[reg.server_id], f"server_id {reg.server_id}"
+
+
+def test_a_segments_table_map_tally_is_made_once_for_the_streams_that_walk_all_of_it(tmp_path, monkeypatch):
+    """Issue #80 goal 1: the rule hits of the Table_maps a stream's core walk went over come from
+    one tally per segment (`UnitIndex.tally`), shared by the streams whose walks covered the same
+    units: eight do-db streams each tallied every Table_map of every segment. Each slave's rule
+    hits, and what it is sent, are what it gets alone."""
+    generate(WorkloadSpec(seed=7, schemas=4, transactions=3000, flavor="mariadb", binlog_format="mixed",
+                          max_binlog_size=1 << 20), tmp_path)
+    indexes = _spied_indexes(monkeypatch)
+    regs = [_reg(k, f"db{k}") for k in range(1, 5)]
+    svc = DumpService(tmp_path, segment_bytes=64 << 10, cache_bytes=1 << 30)
+    for reg in regs:
+        svc.register(reg)
+    got = {reg.server_id: _batches(svc, reg.server_id) for reg in regs}
+    hits = {reg.server_id: +svc.slaves[reg.server_id].stats.rule_hits for reg in regs}
+    assert len(indexes) > 4 and all(hits.values())
+    assert sum(index.tallies for index in indexes.values()) == len(indexes)
+    for reg in regs:
+        alone = DumpService(tmp_path, segment_bytes=64 << 10)
+        alone.register(reg)
+        assert _batches(alone, reg.server_id) == got[reg.server_id], f"server_id {reg.server_id}"
+        assert +alone.slaves[reg.server_id].stats.rule_hits == hits[reg.server_id], f"server_id {reg.server_id}"

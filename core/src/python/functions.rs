@@ -36,6 +36,38 @@ pub(super) fn heartbeat<'py>(
     PyBytes::new(py, &out)
 }
 
+/// The u32 counts per key id of `counts` summed by each key's class byte in `classes`: the
+/// classes with a nonzero sum. A stream's statements answered by key, counted per class of rule
+/// hits once per segment (master.decide.statement_keys' `settle`), not by iterating its counts
+/// in Python for each class.
+#[pyfunction]
+pub(super) fn class_sums(counts: &Bound<'_, PyByteArray>, classes: &[u8]) -> HashMap<u8, u64> {
+    let mut sums = [0u64; 256];
+    // SAFETY: no Python code runs while the bytearray's buffer is read here.
+    let counts = unsafe { counts.as_bytes() };
+    for (c, class) in counts.chunks_exact(4).zip(classes) {
+        sums[*class as usize] += u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64;
+    }
+    (0..=255u8)
+        .filter(|class| sums[*class as usize] != 0)
+        .map(|class| (class, sums[class as usize]))
+        .collect()
+}
+
+/// `code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when
+/// that was all of them, else the indices it set (see rows::mark_slow).
+#[pyfunction]
+pub(super) fn mark_slow<'py>(
+    py: Python<'py>,
+    row: &Bound<'py, PyByteArray>,
+    units: &[u8],
+    code: u8,
+) -> Option<Bound<'py, PyBytes>> {
+    // SAFETY: no Python code runs while the bytearray's buffer is borrowed here.
+    let set = crate::rows::mark_slow(unsafe { row.as_bytes_mut() }, units, code);
+    set.map(|set| PyBytes::new(py, &set))
+}
+
 /// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
 #[pyfunction]
 #[pyo3(signature = (body, max_out = 1 << 30))]
