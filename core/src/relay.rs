@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
-use crate::rename_db::{names_known, rename_unit, DbRenames};
+use crate::rename_db::{rename_unit, DbRenames};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::scan::{
     F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_STANDALONE, F_TAGGED_GTID,
@@ -469,55 +469,66 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        if let Some(r) = renames {
-            // A database the renames have not met: Python renames the unit and teaches them. A
-            // MySQL GTID's transaction_length would change with a name: Python's too.
-            match names_known(&buf[u.start..u.end], r) {
-                None => break,
-                Some(true) if u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0 => break,
-                Some(_) => {}
-            }
-        }
-        if u.flags & F_FAST != 0 {
-            if !tables_kept(u, tables, keep).unwrap_or(false) {
-                break;
-            }
-        } else {
-            let Some(f) = lone else {
-                break;
-            };
-            if let Some((db, sql)) = lone_statement(buf, u, f) {
-                // BEGIN, COMMIT, ...: the check keeps framing words whatever the rules. The
-                // empty-transaction policy's COMMIT (one per skipped unit) needs no reading.
-                let text = &buf[sql.clone()];
-                if text != b"COMMIT" && framing(text) != Some(true) {
-                    plan.lone.push((i, db, sql));
+        // replicate-rewrite-db: the unit's names renamed into the run's own bytes first, in the
+        // one read of its events (a database the renames have not met: Python renames the unit
+        // and teaches them; a MySQL GTID's transaction_length would change with a name: Python's
+        // too), given back below if the unit is not taken.
+        let renamed = match renames {
+            None => None,
+            Some(r) => {
+                let at = plan.own.len();
+                match rename_unit(&buf[u.start..u.end], r, &mut plan.own) {
+                    Err(_) => break,
+                    Ok(n) if n > 0 && u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0 => {
+                        plan.own.truncate(at);
+                        break;
+                    }
+                    Ok(n) => Some((at, n)),
                 }
-            } else if framing_only(buf, u, f) {
-                // (relayed as it came)
+            }
+        };
+        let taken = 'take: {
+            if u.flags & F_FAST != 0 {
+                if !tables_kept(u, tables, keep).unwrap_or(false) {
+                    break 'take false;
+                }
             } else {
-                let Some(s) = stmts.as_deref_mut() else {
-                    break;
+                let Some(f) = lone else {
+                    break 'take false;
                 };
-                match s.answer(i) {
-                    Some((content, kept)) if kept == content => s.used(i),
-                    _ => break,
+                if let Some((db, sql)) = lone_statement(buf, u, f) {
+                    // BEGIN, COMMIT, ...: the check keeps framing words whatever the rules. The
+                    // empty-transaction policy's COMMIT (one per skipped unit) needs no reading.
+                    let text = &buf[sql.clone()];
+                    if text != b"COMMIT" && framing(text) != Some(true) {
+                        plan.lone.push((i, db, sql));
+                    }
+                } else if framing_only(buf, u, f) {
+                    // (relayed as it came)
+                } else {
+                    let Some(s) = stmts.as_deref_mut() else {
+                        break 'take false;
+                    };
+                    match s.answer(i) {
+                        Some((content, kept)) if kept == content => s.used(i),
+                        _ => break 'take false,
+                    }
                 }
             }
-        }
-        if let Some(r) = renames {
-            // replicate-rewrite-db: the unit's names renamed into the run's own bytes.
-            let at = plan.own.len();
-            match rename_unit(&buf[u.start..u.end], r, &mut plan.own) {
-                Err(_) => break, // (not met: `names_known` read every event)
-                Ok(0) => plan.push(u.start, u.end),
-                Ok(n) => {
-                    plan.made(at);
-                    plan.renamed += n;
+            true
+        };
+        match renamed {
+            _ if !taken => {
+                if let Some((at, _)) = renamed {
+                    plan.own.truncate(at);
                 }
+                break;
             }
-        } else {
-            plan.push(u.start, u.end);
+            Some((at, n)) if n > 0 => {
+                plan.made(at);
+                plan.renamed += n;
+            }
+            _ => plan.push(u.start, u.end),
         }
         plan.units += 1;
         plan.events += u.events as u64;
