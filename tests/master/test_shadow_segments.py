@@ -17,6 +17,7 @@ from dumpfilter.master.shadow.board import ShadowBoard
 from dumpfilter.spark_jobs.tasks.shadow_counts import ShadowCounts
 from dumpfilter.topology import parse_topology
 from dumpfilter.workload import WorkloadSpec, generate
+from tests.support.count_spy import CountSpy
 
 CANDIDATES = [("do-db2", ["replicate-do-db=db2"], "heartbeat"),
               ("ign-db3", ["replicate-ignore-db=db3"], "placeholder"),
@@ -130,24 +131,6 @@ def test_the_pass_waits_for_a_stream_behind_it_then_reads_on_alone(binlog, monke
     assert counted == scanned
 
 
-class _CountsSpied:
-    """A segment's UnitList whose count walks are recorded: (call, jobs)."""
-
-    def __init__(self, units, calls):
-        self._units, self._calls = units, calls
-
-    def __getattr__(self, name):
-        return getattr(self._units, name)
-
-    def count(self, *args):
-        self._calls.append(("count", 1))
-        return self._units.count(*args)
-
-    def count_many(self, jobs, starts, carry):
-        self._calls.append(("count_many", len(jobs)))
-        return self._units.count_many(jobs, starts, carry)
-
-
 def test_every_candidate_is_counted_in_one_walk_per_segment(binlog, monkeypatch):
     """The pass counts every candidate over a segment in one call of the core's count walk
     (`UnitList.count_many`), not one walk per candidate: only a segment holding a unit Python
@@ -162,7 +145,7 @@ def test_every_candidate_is_counted_in_one_walk_per_segment(binlog, monkeypatch)
 
     def spied(counters, units, *args):
         segments.append(len(units))
-        return real(counters, _CountsSpied(units, calls), *args)
+        return real(counters, CountSpy(units, calls), *args)
 
     monkeypatch.setattr(bandwidth, "_count_units", spied)
     cache = SegmentCache(binlog, segment_bytes=16 << 10)

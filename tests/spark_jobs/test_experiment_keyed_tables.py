@@ -23,6 +23,7 @@ from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 from tests.spark_jobs.test_experiment_compiled import _streamed, _topology
 from tests.spark_jobs.test_experiment_statement_tables import _workload
 from tests.support.simulated import assert_same, experiment_rows
+from tests.support.count_spy import CountSpy
 
 POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 DML = ("INSERT", "UPDATE", "DELETE", "REPLACE")
@@ -140,24 +141,6 @@ def test_the_last_second_comes_from_the_counting(mixed_binlogs, tmp_path, monkey
     assert max(int(h["to_epoch"]) for h in hours) == max(stamps)
 
 
-class _Spied:
-    """A UnitList whose `count` and `count_many` calls are recorded."""
-
-    def __init__(self, units, calls):
-        self._units, self._calls = units, calls
-
-    def __getattr__(self, name):
-        return getattr(self._units, name)
-
-    def count(self, *args):
-        self._calls.append(("count", 1))
-        return self._units.count(*args)
-
-    def count_many(self, jobs, starts, carry):
-        self._calls.append(("count_many", len(jobs)))
-        return self._units.count_many(jobs, starts, carry)
-
-
 def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatch):
     """Every slave whose answers leave no unit of a buffer to Python is counted over it in one call
     of the core's count walk for all of them (`UnitList.count_many`: slaves alike in all it reads
@@ -173,7 +156,7 @@ def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatc
     def spied(*args, **kwargs):
         for fmt, buf, base, units, n, crc_len in real(*args, **kwargs):
             buffers.append(n)
-            yield fmt, buf, base, _Spied(units, calls), n, crc_len
+            yield fmt, buf, base, CountSpy(units, calls), n, crc_len
 
     monkeypatch.setattr(bandwidth, "chunk_buffers", spied)
     assert_same(streamed, experiment_rows([mixed_binlogs], _topology(slaves).slaves, 150_000))

@@ -1,0 +1,24 @@
+"""A UnitList stand-in that records the core count walks asked of it (`count`, `count_many`), for
+the tests that hold a count to one walk per segment or buffer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CountSpy:
+    """`units` with each count walk recorded in `calls` as (call, jobs)."""
+
+    def __init__(self, units: Any, calls: list[tuple[str, int]]) -> None:
+        self._units, self._calls = units, calls
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._units, name)
+
+    def count(self, *args: Any) -> Any:
+        self._calls.append(("count", 1))
+        return self._units.count(*args)
+
+    def count_many(self, jobs: Any, starts: Any, carry: Any) -> Any:
+        self._calls.append(("count_many", len(jobs)))
+        return self._units.count_many(jobs, starts, carry)
