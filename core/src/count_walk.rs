@@ -60,8 +60,8 @@ impl Forms {
             if let Some(a) = plan.units.get(k + AHEAD) {
                 // (a form is read off the unit's record, its first event and its last)
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
-                for at in [a.start, a.last] {
-                    prefetch(buf.get(at..(at + 32).min(a.end)).unwrap_or_default());
+                for at in [a.start(), a.last()] {
+                    prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
                 }
             }
             for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
@@ -73,7 +73,7 @@ impl Forms {
                     }
                     None => sum[3] += 1,
                 }
-                sum[4] += u64::from(u.lo == u32::MAX);
+                sum[4] += u64::from(!u.tabled);
             }
         }
         for (f, sum) in out.iter_mut().zip(sums.iter()) {
@@ -129,7 +129,7 @@ fn form(
     scratch: &mut Vec<(usize, usize)>,
 ) -> Option<(u64, u64, u64)> {
     let framing = match st.and_then(|st| pieces_of(st, k)) {
-        Some(pieces) if skip == SKIP_PLACEHOLDER && u.lo == u32::MAX => {
+        Some(pieces) if skip == SKIP_PLACEHOLDER && !u.tabled => {
             scratch.clear();
             let always = pieces.iter().filter(|p| p.key == ALWAYS);
             scratch.extend(always.map(|p| (p.start, p.end)));

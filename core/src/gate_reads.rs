@@ -181,7 +181,7 @@ impl GateReads {
                     self.read_here.fetch_add(1, Ordering::Relaxed);
                     let part = u.part as usize;
                     let (buf, &(_, crc, from)) = (bufs.get(part)?, formats.get(part)?);
-                    let bytes = buf.get(u.start..u.end).filter(|_| k >= from)?;
+                    let bytes = buf.get(u.start()..u.end()).filter(|_| k >= from)?;
                     annotation_needs(bytes, crc, list.tables(k), names)
                 })
                 .as_ref()

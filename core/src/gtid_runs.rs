@@ -38,13 +38,13 @@ pub fn mysql_gtids(list: &UnitList, bufs: &[&[u8]], start: usize, stop: usize) -
         if u.flags & F_COMPLETE == 0 || u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) == 0 {
             continue;
         }
-        let at = u.start + HEADER_LEN + 1;
+        let at = u.start() + HEADER_LEN + 1;
         let sid = bufs
             .get(u.part as usize)
             .and_then(|b| b.get(at..at + 16))
             .filter(|_| u.flags & F_TAGGED_GTID == 0);
         match sid.and_then(|s| <[u8; 16]>::try_from(s).ok()) {
-            Some(sid) => out.push(sid, u.gtid_seq as i64),
+            Some(sid) => out.push(sid, list.gtid_of(k).map_or(0, |g| g.2) as i64),
             None => out.tagged.push(k),
         }
     }

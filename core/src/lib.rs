@@ -36,6 +36,7 @@ pub mod stretch;
 pub mod tally;
 pub mod types;
 pub mod unit_cut;
+pub mod unit_gtids;
 pub mod unit_list;
 pub mod verify_forms;
 

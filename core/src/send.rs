@@ -151,7 +151,7 @@ pub fn walk(
         let Some(buf) = bufs.get(unit.part as usize) else {
             break;
         };
-        if unit.start > unit.end || unit.end > buf.len() {
+        if unit.start() > unit.end() || unit.end() > buf.len() {
             break;
         }
         if forms && matches!(row[i], SKIP | PARTIAL) {
@@ -166,15 +166,18 @@ pub fn walk(
                 flush(&mut owed, &mut s, &mut batch);
                 // Units i..j of one part, cut after the unit that fills the batch.
                 let left = opt.limit.saturating_sub(batch);
-                let (mut j, mut took, mut at) = (i, 0u64, unit.start);
+                let (mut j, mut took, mut at) = (i, 0u64, unit.start());
                 while j < n && row[j] == KEEP {
                     let u = &plan.units[j];
-                    if u.part != unit.part || u.start != at || u.end < u.start || u.end > buf.len()
+                    if u.part != unit.part
+                        || u.start() != at
+                        || u.end() < u.start()
+                        || u.end() > buf.len()
                     {
                         break;
                     }
-                    at = u.end;
-                    took += (u.end - u.start) as u64;
+                    at = u.end();
+                    took += (u.end() - u.start()) as u64;
                     s.sent_events += u.events as u64;
                     j += 1;
                     if took >= left {
@@ -185,7 +188,7 @@ pub fn walk(
                     break;
                 }
                 if !opt.count_only {
-                    s.buf_piece(unit.part, unit.start, at);
+                    s.buf_piece(unit.part, unit.start(), at);
                 }
                 s.sent_bytes += took;
                 s.kept += (j - i) as u64;
@@ -209,7 +212,7 @@ pub fn walk(
                 // Heartbeat still owed for a stretch before it (as the per-unit way flushes it).
                 let crc = opt.heartbeat_crc;
                 let framing = match opt.stmts {
-                    Some((st, kb)) if opt.skip == SKIP_PLACEHOLDER && unit.lo == u32::MAX => {
+                    Some((st, kb)) if opt.skip == SKIP_PLACEHOLDER && !unit.tabled => {
                         st.kept_ranges(i, kb, &mut ranges).map(|()| &ranges[..])
                     }
                     _ => None,
@@ -378,7 +381,7 @@ fn placeholder_kept(
     out: &mut Vec<(usize, usize)>,
 ) -> Option<()> {
     let unit = plan.units.get(i)?;
-    if unit.lo == u32::MAX {
+    if !unit.tabled {
         // (a MySQL statement unit's framing is Python's to say)
         let (st, kb) = opt.stmts.filter(|_| unit.flags & F_MARIADB_GTID != 0)?;
         return st.kept_ranges(i, kb, out);
@@ -401,7 +404,7 @@ fn cut(
     let mariadb = unit.flags & F_MARIADB_GTID != 0;
     // A statement unit is cut at its statements by their keys; a row unit at its statements
     // (read once for every stream: `unit_statements`) by its tables.
-    if unit.lo == u32::MAX {
+    if !unit.tabled {
         let (st, kb) = opt.stmts.filter(|_| mariadb)?;
         let (bytes, events) = st.partial(i, buf, kb)?;
         return Some((Cut::Bytes(bytes), events));
@@ -411,7 +414,7 @@ fn cut(
         // A MySQL row unit keeps its BEGIN with its GTID, whose transaction_length counts what
         // is left: made anew (skip_forms::mysql::with_length), as `filter` writes it.
         let (parts, events) = unit_cut.parts(keep)?;
-        let mut joined = Vec::with_capacity(unit.end - unit.start);
+        let mut joined = Vec::with_capacity(unit.end() - unit.start());
         for (a, b) in parts {
             joined.extend_from_slice(buf.get(a..b)?);
         }

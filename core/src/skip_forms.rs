@@ -74,7 +74,7 @@ pub fn skipped(
     if u.flags & F_COMPLETE == 0 {
         return None;
     }
-    let raw = buf.get(u.start..u.end)?;
+    let raw = buf.get(u.start()..u.end())?;
     match *raw.get(4)? {
         MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {}
         GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, runs, framing, out),
@@ -87,7 +87,7 @@ pub fn skipped(
         SKIP_PLACEHOLDER => {
             let kept = match framing {
                 Some(kept) => kept,
-                None if u.lo != u32::MAX || u.events == 2 => &[][..],
+                None if u.tabled || u.events == 2 => &[][..],
                 None => return None,
             };
             let mut out = out;
@@ -104,7 +104,7 @@ pub fn skipped(
                     }
                 }
             }
-            placeholders(raw, u.start, kept, true, crc, runs, out)
+            placeholders(raw, u.start(), kept, true, crc, runs, out)
         }
         _ => None,
     }
@@ -123,7 +123,7 @@ pub fn stretch_unit<'a>(
     crc: bool,
     framing: Option<&[(usize, usize)]>,
 ) -> Option<StretchUnit<'a>> {
-    let raw = buf.get(u.start..u.end)?;
+    let raw = buf.get(u.start()..u.end())?;
     let gtid = u.flags & F_MARIADB_GTID != 0 && *raw.get(4)? == MARIADB_GTID;
     if u.flags & F_COMPLETE == 0 || !gtid || !matches!(skip, SKIP_EMPTY | SKIP_PLACEHOLDER) {
         return None;
@@ -149,7 +149,7 @@ pub fn stretch_unit<'a>(
     }
     let kept = match framing {
         Some(kept) => kept,
-        None if u.lo != u32::MAX || u.events == 2 => &[][..],
+        None if u.tabled || u.events == 2 => &[][..],
         None => return None,
     };
     stretch_pair(raw, u, kept, crc).map(|(gtid, xid, form)| StretchUnit {
@@ -189,14 +189,14 @@ pub(crate) fn prefetch_form(
     }
     let Some(raw) = bufs
         .get(u.part as usize)
-        .and_then(|b| b.get(u.start..u.end))
+        .and_then(|b| b.get(u.start()..u.end()))
     else {
         return;
     };
     if skip == SKIP_PLACEHOLDER && runs && answer == ROW_SKIP {
         prefetch(&raw[..raw.len().min(128)]);
         prefetch(
-            raw.get(u.last.saturating_sub(u.start)..)
+            raw.get(u.last().saturating_sub(u.start())..)
                 .unwrap_or_default(),
         );
         return;
@@ -219,10 +219,10 @@ pub fn with_placeholders(
     if u.flags & F_COMPLETE == 0 {
         return None;
     }
-    let raw = buf.get(u.start..u.end)?;
+    let raw = buf.get(u.start()..u.end())?;
     match *raw.get(4)? {
         MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {
-            placeholders(raw, u.start, kept, false, crc, runs, out)
+            placeholders(raw, u.start(), kept, false, crc, runs, out)
         }
         GTID | ANONYMOUS_GTID => mysql::with_placeholders(u, raw, kept, crc, runs, out),
         _ => None,
@@ -341,13 +341,12 @@ mod tests {
         raw.extend(event(XID, &[3; 8], 240, crc));
         let u = ListedUnit {
             start: 0,
-            end: raw.len(),
-            last,
+            end: raw.len() as u32,
+            last: last as u32,
             events: 4,
             flags: F_COMPLETE | F_MARIADB_GTID,
             gtid_size: gtid_size as u32,
-            lo: 0,
-            hi: 1,
+            tabled: true,
             ..Default::default()
         };
         (raw, u)
@@ -413,7 +412,7 @@ mod tests {
             None
         );
         let statement = ListedUnit {
-            lo: u32::MAX,
+            tabled: false,
             ..u.clone()
         };
         assert_eq!(
@@ -465,7 +464,7 @@ mod tests {
                 Some(&mut full),
             );
             let run = skipped(&u, &raw, SKIP_PLACEHOLDER, crc, true, None, Some(&mut runs));
-            let walk = placeholders(&raw, u.start, &[], true, crc, true, Some(&mut walked));
+            let walk = placeholders(&raw, u.start(), &[], true, crc, true, Some(&mut walked));
             assert_eq!(each, run, "the counts are a replica's");
             assert_eq!(each, walk);
             assert_eq!(runs, walked, "the record's run is the walk's");
@@ -479,7 +478,7 @@ mod tests {
             let made = &runs[g..g + rand_len(crc)];
             assert!(is_placeholder(made, 0));
             assert_eq!(crate::types::placeholder_run(made, 0), Some(2));
-            let xid = &raw[u.last..];
+            let xid = &raw[u.last()..];
             let start = u32_at(xid, 13).unwrap() - xid.len() as u32;
             assert_eq!(
                 u32_at(made, 13),
@@ -506,12 +505,11 @@ mod tests {
             let last = raw.len();
             raw.extend(event(XID, &[3; 8], 400, crc));
             let u = ListedUnit {
-                end: raw.len(),
-                last,
+                end: raw.len() as u32,
+                last: last as u32,
                 events: 6,
                 flags: F_COMPLETE | F_MARIADB_GTID,
                 gtid_size: g as u32,
-                lo: u32::MAX,
                 ..Default::default()
             };
             // Its head as one piece: a BEGIN, the GTID and its BEGIN, or (MariaDB, whose GTID

@@ -61,7 +61,7 @@ impl StmtUnits {
             match (formats.get(p), bufs.get(p)) {
                 (Some(&(post, crc, from)), Some(buf)) if k >= from => b.unit(
                     buf,
-                    (u.start, u.end, u.flags, u.gtid_size, u.events),
+                    (u.start(), u.end(), u.flags, u.gtid_size, u.events),
                     post,
                     crc,
                 ),

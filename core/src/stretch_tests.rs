@@ -35,13 +35,12 @@ fn unit(pos: u32, body: usize, ddl: bool, crc: bool) -> (Vec<u8>, ListedUnit) {
     }
     let u = ListedUnit {
         start: 0,
-        end: raw.len(),
-        last: if ddl { g } else { last },
+        end: raw.len() as u32,
+        last: if ddl { g } else { last } as u32,
         events: (n + if ddl { 1 } else { 2 }) as u32,
         flags: F_COMPLETE | F_MARIADB_GTID,
         gtid_size: g as u32,
-        lo: 0,
-        hi: 1,
+        tabled: true,
         ..Default::default()
     };
     (raw, u)
@@ -231,8 +230,8 @@ fn a_unit_taken_from_its_record_is_the_stretch_its_form_makes() {
         }
         // A statement unit: only where its framing pieces are its GTID and its XID.
         let (raw, mut u) = unit(5000, 3, false, crc);
-        u.lo = u32::MAX;
-        let (g, last) = (u.gtid_size as usize, u.last);
+        u.tabled = false;
+        let (g, last) = (u.gtid_size as usize, u.last());
         assert!(stretch_unit(
             &u,
             &raw,

@@ -20,7 +20,7 @@ pub fn time_cuts(plan: &UnitList, bufs: &[&[u8]], seconds: u32) -> Vec<(usize, u
         ahead(plan, bufs, k + AHEAD, 64);
         let Some(ts) = bufs
             .get(u.part as usize)
-            .and_then(|b| u32_at(b, u.start))
+            .and_then(|b| u32_at(b, u.start()))
             .filter(|t| *t != 0)
         else {
             continue;
@@ -43,7 +43,7 @@ fn ahead(plan: &UnitList, bufs: &[&[u8]], k: usize, len: usize) {
     if let Some(u) = plan.units.get(k) {
         let raw = bufs
             .get(u.part as usize)
-            .and_then(|b| b.get(u.start..u.end));
+            .and_then(|b| b.get(u.start()..u.end()));
         let raw = raw.unwrap_or_default();
         prefetch(&raw[..raw.len().min(len)]);
     }
@@ -79,20 +79,20 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> TableBytes 
     let mut written: Vec<u32> = Vec::new();
     for (k, u) in plan.units.iter().enumerate() {
         ahead(plan, bufs, k + AHEAD, usize::MAX);
-        let size = u.end.saturating_sub(u.start) as u64;
+        let size = u.end().saturating_sub(u.start()) as u64;
         let tids = plan.tables(k);
-        let Some(buf) = bufs.get(u.part as usize).filter(|b| u.end <= b.len()) else {
+        let Some(buf) = bufs.get(u.part as usize).filter(|b| u.end() <= b.len()) else {
             continue;
         };
-        if u.lo == u32::MAX {
+        if !u.tabled {
             t.other += size;
             continue;
         }
         ids.clear();
-        let (mut at, mut maps, mut counted, mut envelope) = (u.start, 0usize, 0u64, 0u64);
-        while at + HEADER_LEN <= u.end {
+        let (mut at, mut maps, mut counted, mut envelope) = (u.start(), 0usize, 0u64, 0u64);
+        while at + HEADER_LEN <= u.end() {
             let len = u32_at(buf, at + 9).unwrap_or(0) as usize;
-            if len < HEADER_LEN || at + len > u.end {
+            if len < HEADER_LEN || at + len > u.end() {
                 break;
             }
             let kind = buf[at + 4];
@@ -197,7 +197,7 @@ pub fn statement_tables(
             continue;
         }
         if u.kind == CONTROL {
-            out.other += u.end.saturating_sub(u.start) as u64;
+            out.other += u.end().saturating_sub(u.start()) as u64;
             continue;
         }
         let Some(pieces) = pieces_of(st, k) else {

@@ -17,25 +17,43 @@ use crate::scan::{
 use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN};
 use crate::unit_cut::UnitCut;
+use crate::unit_gtids::UnitGtids;
 
+/// A unit's record as the list keeps it, 32 bytes (the scanner's `Unit` is 72): offsets as u32
+/// (read them with `start()`, `end()`, `last()`), its Table_maps' name ids in the list's `bounds`,
+/// its GTID in the list's runs (`UnitList::gtid_of`). 2.1 million units of small transactions
+/// are 67 MB so, where the scanner's record was 150 MB. A part's buffer holds a segment and its
+/// last unit: its offsets fit 32 bits as a binlog position does (`UnitList::add`).
 #[derive(Debug, Clone, Default)]
 pub struct ListedUnit {
     pub part: u32,
-    /// Offsets in the part's buffer.
-    pub start: usize,
-    pub end: usize,
+    /// Offsets in the part's buffer: where it starts, ends, and its last event starts.
+    pub start: u32,
+    pub end: u32,
+    pub last: u32,
     pub events: u32,
     pub flags: u32,
     pub gtid_size: u32,
-    /// Its Table_maps' name ids are tids[lo..hi]; lo = u32::MAX for a unit that is not fast.
-    pub lo: u32,
-    pub hi: u32,
-    /// The rest of the scanner's record (see scan::Unit), for the units Python makes objects of.
     pub kind: u8,
-    pub last: usize,
-    pub gtid_seq: u64,
-    pub gtid_domain: u32,
-    pub gtid_server: u32,
+    /// Whether its Table_maps' name ids are in the list (a fast unit): `UnitList::tables`.
+    pub tabled: bool,
+}
+
+impl ListedUnit {
+    #[inline]
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
+
+    #[inline]
+    pub fn last(&self) -> usize {
+        self.last as usize
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -51,8 +69,11 @@ pub struct UnitList {
     pub parts: Vec<ListPart>,
     pub units: Vec<ListedUnit>,
     pub tids: Vec<u32>,
-    /// tid-style bounds per unit, (lo, hi) pairs, for `rows`.
+    /// tid-style bounds per unit, (lo, hi) pairs, for `rows`; (u32::MAX, u32::MAX) for a unit
+    /// that is not fast.
     pub bounds: Vec<u32>,
+    /// The units' GTIDs (as the scanner read them: MariaDB's, a MySQL gno) in runs.
+    gtids: UnitGtids,
     /// Bytes of all units, and the OR of their flags (which rare shapes the segment holds).
     pub size: u64,
     pub flags_any: u32,
@@ -115,8 +136,11 @@ fn body_start(buf: &[u8], start: usize, gtid_size: u32, end: usize, flags: u32) 
 }
 
 impl UnitList {
-    /// Appends the units of one scan of a buffer (`tables` the scan's name ids).
-    pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) {
+    /// Appends the units of one scan of a buffer (`tables` the scan's name ids): how many, the
+    /// first `n` of them, up to one whose offsets in the buffer do not fit 32 bits (a part is a
+    /// segment's read buffer: only a transaction of 4 GiB does not, which a binlog position, 32
+    /// bits in every event's header, cannot address either).
+    pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) -> usize {
         self.statements = OnceLock::new(); // made again, for every unit, when asked
         self.sums = OnceLock::new();
         self.name_totals = OnceLock::new();
@@ -129,7 +153,11 @@ impl UnitList {
         self.tids.extend_from_slice(tables);
         self.units.reserve(units.len());
         self.bounds.reserve(2 * units.len());
-        for u in units {
+        for (n, u) in units.iter().enumerate() {
+            let offsets = [u.start, u.end, u.last].map(u32::try_from);
+            let [Ok(start), Ok(end), Ok(last)] = offsets else {
+                return n;
+            };
             let fast = u.flags & F_FAST != 0
                 && u.tables_lo <= u.tables_hi
                 && u.tables_hi as usize <= tables.len();
@@ -141,22 +169,26 @@ impl UnitList {
             self.bounds.extend_from_slice(&[lo, hi]);
             self.size += u.end.saturating_sub(u.start) as u64;
             self.flags_any |= u.flags;
+            let k = self.units.len() as u32;
+            self.gtids.push(k, u.gtid_domain, u.gtid_server, u.gtid_seq);
             self.units.push(ListedUnit {
                 part,
-                start: u.start,
-                end: u.end,
+                start,
+                end,
+                last,
                 events: u.events,
                 flags: u.flags,
                 gtid_size: u.gtid_size,
-                lo,
-                hi,
                 kind: u.kind,
-                last: u.last,
-                gtid_seq: u.gtid_seq,
-                gtid_domain: u.gtid_domain,
-                gtid_server: u.gtid_server,
+                tabled: fast,
             });
         }
+        units.len()
+    }
+
+    /// Unit k's GTID fields as the scanner read them: (domain, server_id, seq_no or gno).
+    pub fn gtid_of(&self, k: usize) -> Option<(u32, u32, u64)> {
+        self.units.get(k).and(self.gtids.get(k))
     }
 
     /// The heap bytes the list holds: its records, name ids and bounds, and what is read of it
@@ -178,6 +210,7 @@ impl UnitList {
         let parts: usize = self.parts.iter().map(|p| p.file.capacity()).sum();
         self.units.capacity() * size_of::<ListedUnit>()
             + (self.tids.capacity() + self.bounds.capacity()) * size_of::<u32>()
+            + self.gtids.heap_bytes()
             + self.parts.capacity() * size_of::<ListPart>()
             + parts
             + statements
@@ -196,7 +229,7 @@ impl UnitList {
     /// does not cut into statements (see `hops::statements`).
     pub fn unit_statements(&self, k: usize, buf: &[u8]) -> Option<&[(usize, u32, u32)]> {
         let u = self.units.get(k)?;
-        if u.end > buf.len() {
+        if u.end() > buf.len() {
             return None;
         }
         let cells = self
@@ -205,8 +238,8 @@ impl UnitList {
         cells
             .get(k)?
             .get_or_init(|| {
-                body_start(buf, u.start, u.gtid_size, u.end, u.flags)
-                    .and_then(|body| statements(buf, body, u.end))
+                body_start(buf, u.start(), u.gtid_size, u.end(), u.flags)
+                    .and_then(|body| statements(buf, body, u.end()))
                     .map(Vec::into_boxed_slice)
             })
             .as_deref()
@@ -246,9 +279,9 @@ impl UnitList {
     }
 
     fn add_names(&self, i: usize, j: usize, counts: &mut [u32], op: fn(u32, u32) -> u32) {
-        for u in self.units.get(i..j).unwrap_or_default() {
-            let ids = self.tids.get(u.lo as usize..u.hi as usize);
-            for id in ids.unwrap_or_default() {
+        for k in i..j.min(self.units.len()) {
+            let ids = self.tables(k);
+            for id in ids {
                 if let Some(c) = counts.get_mut(*id as usize) {
                     *c = op(*c, 1);
                 }
@@ -265,11 +298,11 @@ impl UnitList {
             for u in &self.units {
                 bytes.push(b);
                 events.push(e);
-                b += u.end.saturating_sub(u.start) as u64;
+                b += u.end().saturating_sub(u.start()) as u64;
                 e += u.events as u64;
-                sound &= u.start <= u.end;
+                sound &= u.start() <= u.end();
                 match part_end.get_mut(u.part as usize) {
-                    Some(end) => *end = (*end).max(u.end),
+                    Some(end) => *end = (*end).max(u.end()),
                     None => sound = false,
                 }
             }
@@ -302,22 +335,27 @@ impl UnitList {
     pub(crate) fn unit_cut<'a>(&'a self, k: usize, buf: &[u8]) -> Option<UnitCut<'a>> {
         let u = self.units.get(k)?;
         Some(UnitCut {
-            start: u.start,
-            end: u.end,
-            gtid_end: body_start(buf, u.start, u.gtid_size, u.end, u.flags)?,
+            start: u.start(),
+            end: u.end(),
+            gtid_end: body_start(buf, u.start(), u.gtid_size, u.end(), u.flags)?,
             events: u.events,
-            ids: self.tids.get(u.lo as usize..u.hi as usize)?,
+            ids: self.tids.get(self.table_range(k)?)?,
             stmts: self.unit_statements(k, buf)?,
         })
     }
 
     /// The name ids of unit k's Table_maps (empty for a unit that is not fast, or out of range).
     pub fn tables(&self, k: usize) -> &[u32] {
-        match self.units.get(k) {
-            Some(u) if u.lo != u32::MAX => {
-                self.tids.get(u.lo as usize..u.hi as usize).unwrap_or(&[])
-            }
-            _ => &[],
+        self.table_range(k)
+            .and_then(|r| self.tids.get(r))
+            .unwrap_or(&[])
+    }
+
+    /// Where unit k's name ids lie in `tids`; None for a unit that is not fast.
+    fn table_range(&self, k: usize) -> Option<Range<usize>> {
+        match self.bounds.get(2 * k..2 * k + 2)? {
+            &[lo, hi] if lo != u32::MAX => Some(lo as usize..hi as usize),
+            _ => None,
         }
     }
 
@@ -329,30 +367,27 @@ impl UnitList {
             return None;
         }
         let part = self.parts.get(u.part as usize)?;
-        Some((u.part, part.base + u.end as u64))
+        Some((u.part, part.base + u.end() as u64))
     }
 
     /// Unit k's MariaDB GTID as (domain, server_id, seq_no), None without one.
     pub fn gtid(&self, k: usize) -> Option<(u32, u32, u64)> {
         let u = self.units.get(k)?;
-        (u.flags & F_MARIADB_GTID != 0).then_some((u.gtid_domain, u.gtid_server, u.gtid_seq))
+        (u.flags & F_MARIADB_GTID != 0).then(|| self.gtid_of(k))?
     }
 
     /// How many distinct (domain, server_id) the units' MariaDB GTIDs have.
     pub fn gtid_sources(&self) -> usize {
-        let mut seen = std::collections::HashSet::new();
-        let mut last = None;
-        for u in &self.units {
-            if u.flags & F_MARIADB_GTID == 0 {
-                continue;
-            }
-            let source = (u.gtid_domain, u.gtid_server);
-            if last == Some(source) {
-                continue; // the common case: a run of one source, no search
-            }
-            last = Some(source);
-            seen.insert(source);
-        }
+        let ends = self.gtids.sources().skip(1).map(|(from, _)| from);
+        let runs = self.gtids.sources().zip(ends.chain([self.units.len()]));
+        let mariadb = |(from, end): (usize, usize)| {
+            let units = self.units.get(from..end).unwrap_or_default();
+            units.iter().any(|u| u.flags & F_MARIADB_GTID != 0)
+        };
+        let seen: std::collections::HashSet<_> = runs
+            .filter(|&((from, _), end)| mariadb((from, end)))
+            .map(|((_, source), _)| source)
+            .collect();
         seen.len()
     }
 
@@ -381,13 +416,13 @@ impl UnitList {
         {
             return None;
         }
-        let raw = buf.get(u.start..u.end)?;
+        let raw = buf.get(u.start()..u.end())?;
         if !is_gtid(*raw.get(4)?) {
             return None;
         }
         let q = u32_at(raw, 9)? as usize; // the GTID event's size: where the QUERY starts
         let (db, sql) = query_ranges(raw, q, query_post, crc_len)?;
-        let at = u.start;
+        let at = u.start();
         Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
     }
 
@@ -421,7 +456,7 @@ impl UnitList {
             *made = Some((u.part, Heartbeats::new(&part.file, server_id, crc)));
         }
         match made {
-            Some((_, maker)) => maker.append(part.base + u.end as u64, out),
+            Some((_, maker)) => maker.append(part.base + u.end() as u64, out),
             None => 0,
         }
     }
@@ -440,86 +475,5 @@ impl UnitList {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `tally_names` counts each fast unit's Table_maps once per range that holds it, whether the
-    /// ranges cover most units (the list's totals less the gaps) or few.
-    #[test]
-    fn tally_names_counts_the_table_maps_of_the_ranges() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m.max(1)
-        };
-        for _ in 0..200 {
-            let names = 1 + next(12) as u32;
-            let (mut units, mut tables) = (Vec::new(), Vec::new());
-            for k in 0..next(60) as usize {
-                let lo = tables.len() as u32;
-                tables.extend((0..next(4)).map(|_| next(names as u64) as u32));
-                let fast = if next(6) == 0 { 0 } else { F_FAST };
-                let (start, end) = (10 * k, 10 * k + 10);
-                let hi = tables.len() as u32;
-                units.push(Unit {
-                    start,
-                    end,
-                    flags: fast,
-                    tables_lo: lo,
-                    tables_hi: hi,
-                    ..Default::default()
-                });
-            }
-            let mut list = UnitList::default();
-            list.add(b"f", 0, &units, &tables);
-            let n = units.len();
-            let mut ranges = Vec::new();
-            let mut at = 0;
-            while at < n {
-                let (i, j) = (
-                    at + next(3) as usize,
-                    at + next(3) as usize + next(40) as usize,
-                );
-                let (i, j) = (i.min(n), j.min(n).max(i.min(n)));
-                ranges.push((i, j));
-                at = j + 1;
-            }
-            let mut want = vec![0u32; names as usize];
-            for &(i, j) in &ranges {
-                for k in i..j {
-                    for id in list.tables(k) {
-                        want[*id as usize] += 1;
-                    }
-                }
-            }
-            let mut got = vec![0u32; names as usize];
-            list.tally_names(&ranges, &mut got);
-            assert_eq!(got, want, "ranges {ranges:?}");
-        }
-    }
-
-    /// `heap_bytes` counts every unit's record, name ids and bounds, and what streams read of the
-    /// list later (the sums a count walk makes, the name totals).
-    #[test]
-    fn heap_bytes_counts_the_records_and_what_is_read_later() {
-        let units: Vec<Unit> = (0..1000)
-            .map(|k| Unit {
-                start: 10 * k,
-                end: 10 * k + 10,
-                flags: F_FAST,
-                tables_lo: k as u32,
-                tables_hi: k as u32 + 1,
-                ..Default::default()
-            })
-            .collect();
-        let mut list = UnitList::default();
-        list.add(b"f", 0, &units, &(0..1000).collect::<Vec<u32>>());
-        let listed = list.heap_bytes();
-        assert!(listed >= 1000 * (std::mem::size_of::<ListedUnit>() + 3 * 4));
-        list.sums();
-        list.tally_names(&[(0, 1000)], &mut vec![0u32; 1000]);
-        assert!(list.heap_bytes() >= listed + 1000 * (2 * 8 + 4));
-    }
-}
+#[path = "unit_list_tests.rs"]
+mod tests;

@@ -81,7 +81,7 @@ fn relayed_form(
         SKIP_PLACEHOLDER => {
             // A statement unit's framing is the pieces every stream keeps (count_walk::form).
             let framing: Option<Vec<(usize, usize)>> = match st.and_then(|st| pieces_of(st, k)) {
-                Some(pieces) if u.lo == u32::MAX => Some(
+                Some(pieces) if !u.tabled => Some(
                     pieces
                         .iter()
                         .filter(|p| p.key == ALWAYS)
@@ -163,7 +163,7 @@ pub fn relayed(
         let u = &plan.units[i];
         if bufs
             .get(u.part as usize)
-            .and_then(|b| b.get(u.start..u.end))
+            .and_then(|b| b.get(u.start()..u.end()))
             .is_none()
         {
             break;
@@ -172,7 +172,7 @@ pub fn relayed(
         match row[i] {
             ROW_KEEP => {
                 for p in 0..n {
-                    r.push(p, u.part, u.start, u.end);
+                    r.push(p, u.part, u.start(), u.end());
                     r.units[p] += 1;
                 }
             }
@@ -279,7 +279,7 @@ mod tests {
             "heartbeat: nothing for the skipped unit"
         );
         let gtid = &buf[second..second + 19 + HEADER_LEN];
-        let end = plan.units[1].end;
+        let end = plan.units[1].end();
         let xid = &buf[end - HEADER_LEN - 8..end];
         assert_eq!(
             out(&r, 1, &buf),

@@ -83,18 +83,26 @@ impl PyUnitList {
         &mut self,
         py: Python<'_>,
         scanner: &mut PyScanner,
-        out: scan::ScanOut,
+        mut out: scan::ScanOut,
         held: Held,
         file: &str,
         base: u64,
     ) -> PyResult<ScanResult> {
-        let added = out.units.len();
+        let mut added = out.units.len();
         if added > 0 {
             // Built ahead for the list's first part only (`scan_finish`): a second part leaves
             // it to `statement_units`, which reads every part.
             *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
-            self.list
+            added = self
+                .list
                 .add(file.as_bytes(), base, &out.units, &out.tables);
+            if let Some(u) = out.units.get(added) {
+                let at = base + u.start as u64;
+                let message = format!(
+                    "a transaction of 4 GiB or more at {at}: past what a binlog position addresses"
+                );
+                (out.stop, out.error) = (u.start, Some(scan::ScanError::binlog(message, at)));
+            }
             self.list.latest = self.list.latest.max(out.latest);
             self.bufs.push(held);
         }
@@ -299,18 +307,19 @@ impl PyUnitList {
             .units
             .get(k)
             .ok_or_else(|| pyo3::exceptions::PyIndexError::new_err(k))?;
+        let (gtid_domain, gtid_server, gtid_seq) = self.list.gtid_of(k).unwrap_or_default();
         Ok(UnitEntry {
             part: u.part,
-            start: u.start,
-            end: u.end,
+            start: u.start(),
+            end: u.end(),
             events: u.events,
             kind: u.kind,
             flags: u.flags,
             gtid_size: u.gtid_size,
-            last: u.last,
-            gtid_seq: u.gtid_seq,
-            gtid_domain: u.gtid_domain,
-            gtid_server: u.gtid_server,
+            last: u.last(),
+            gtid_seq,
+            gtid_domain,
+            gtid_server,
         })
     }
 

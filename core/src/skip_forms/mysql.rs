@@ -212,12 +212,12 @@ pub(super) fn skipped(
             let begin;
             let kept = match framing {
                 Some(kept) => kept,
-                None if u.lo != u32::MAX && u.flags & F_FAST != 0 => {
+                None if u.tabled && u.flags & F_FAST != 0 => {
                     let size = u32_at(raw, g + 9)? as usize;
                     if raw.get(g + 4) != Some(&QUERY) || size < HEADER_LEN {
                         return None;
                     }
-                    begin = [(u.start + g, u.start + g + size)];
+                    begin = [(u.start() + g, u.start() + g + size)];
                     &begin[..]
                 }
                 None if u.events == 2 => &[][..],
@@ -226,16 +226,16 @@ pub(super) fn skipped(
             let mut out = out;
             let row = framing.is_none() && u.flags & F_FAST != 0; // (`kept`: its BEGIN)
             if let (true, Some(out), &[(_, begin)]) = (runs && row, out.as_deref_mut(), kept) {
-                if let Some(form) = framed_run(u, raw, &gtid, begin - u.start, crc, out) {
+                if let Some(form) = framed_run(u, raw, &gtid, begin - u.start(), crc, out) {
                     return Some(form);
                 }
             }
             let body = &raw[g..];
             // (transaction_length counts the placeholders a replica is sent, runs or not)
-            let rest = placeholders(body, u.start + g, kept, true, crc, false, None)?;
+            let rest = placeholders(body, u.start() + g, kept, true, crc, false, None)?;
             if let Some(out) = out {
                 gtid.put(rest.bytes, out);
-                placeholders(body, u.start + g, kept, true, crc, runs, Some(out));
+                placeholders(body, u.start() + g, kept, true, crc, runs, Some(out));
             }
             Some(Form {
                 bytes: rest.bytes + gtid.len(rest.bytes) as u64,
@@ -261,7 +261,7 @@ fn framed_run(
     crc: bool,
     out: &mut Vec<u8>,
 ) -> Option<Form> {
-    let last = u.last.checked_sub(u.start)?;
+    let last = u.last().checked_sub(u.start())?;
     let tail = raw.get(last..)?;
     let g = gtid.raw.len();
     if *tail.get(4)? != XID || u32_at(tail, 9)? as usize != tail.len() || head <= g || head > last {
@@ -309,11 +309,11 @@ pub(super) fn with_placeholders(
 ) -> Option<Form> {
     let (g, gtid) = formed_gtid(u, raw, crc)?;
     let body = raw.get(g..)?;
-    let rest = placeholders(body, u.start + g, kept, false, crc, false, None)?;
+    let rest = placeholders(body, u.start() + g, kept, false, crc, false, None)?;
     let sent = rest.bytes + rest.kept_bytes;
     if let Some(out) = out {
         gtid.put(sent, out);
-        placeholders(body, u.start + g, kept, false, crc, runs, Some(out));
+        placeholders(body, u.start() + g, kept, false, crc, runs, Some(out));
     }
     Some(Form {
         kept_bytes: rest.kept_bytes + gtid.len(sent) as u64, // (its GTID made anew)

@@ -83,12 +83,11 @@ fn unit(
     }
     let u = ListedUnit {
         start: 0,
-        end: raw.len(),
+        end: raw.len() as u32,
         events: events.len() as u32 + 1,
         flags: F_COMPLETE | F_MYSQL_GTID | flags,
         gtid_size: gtid.len() as u32,
-        lo,
-        hi: lo.wrapping_add(1),
+        tabled: lo != u32::MAX,
         ..Default::default()
     };
     (raw, u)
@@ -195,7 +194,7 @@ fn a_row_unit_framed_as_a_run_is_what_the_walk_over_its_body_makes() {
     for crc in [false, true] {
         for layout in LAYOUTS {
             let (raw, mut u) = row_unit(layout, crc);
-            u.last = raw.len() - tiles(&raw).last().unwrap().1;
+            u.last = (raw.len() - tiles(&raw).last().unwrap().1) as u32;
             let (g, gtid) = formed_gtid(&u, &raw, crc).unwrap();
             let begin = [(g, g + tiles(&raw[g..])[0].1)];
             let rest = placeholders(&raw[g..], g, &begin, true, crc, false, None).unwrap();
@@ -417,7 +416,7 @@ fn what_the_walk_cannot_make_is_left_to_the_caller() {
     let mut bad = event(GTID, &body, 100, true);
     bad.extend_from_slice(&raw[u.gtid_size as usize..]);
     let bad_u = ListedUnit {
-        end: bad.len(),
+        end: bad.len() as u32,
         ..u.clone()
     };
     assert_eq!(
@@ -428,7 +427,7 @@ fn what_the_walk_cannot_make_is_left_to_the_caller() {
     let mut short = event(GTID, &[1u8; 20], 100, true);
     short.extend_from_slice(&raw[u.gtid_size as usize..]);
     let short_u = ListedUnit {
-        end: short.len(),
+        end: short.len() as u32,
         ..u.clone()
     };
     assert_eq!(

@@ -134,7 +134,7 @@ fn framed_form<'a>(
     crc: bool,
 ) -> Option<(usize, &'a [u8], u32, Form)> {
     let g = u.gtid_size as usize;
-    let last = u.last.checked_sub(u.start)?;
+    let last = u.last().checked_sub(u.start())?;
     let tail = raw.get(last..)?;
     if g < HEADER_LEN || *raw.get(4)? != MARIADB_GTID || u32_at(tail, 9)? as usize != tail.len() {
         return None;
@@ -143,8 +143,10 @@ fn framed_form<'a>(
     // unit's framing pieces are its head (a MariaDB group's GTID is its BEGIN) and its end.
     let (head, framing) = match kept {
         [] if *tail.get(4)? == XID => (g, 2),
-        [(a, b), (c, d)] if (*a == u.start || *a == u.start + g) && (*c, *d) == (u.last, u.end) => {
-            let head = b.checked_sub(u.start).filter(|&h| h >= g)?;
+        [(a, b), (c, d)]
+            if (*a == u.start() || *a == u.start() + g) && (*c, *d) == (u.last(), u.end()) =>
+        {
+            let head = b.checked_sub(u.start()).filter(|&h| h >= g)?;
             (head, if head == g { 2 } else { 3 })
         }
         _ => return None,
@@ -309,8 +311,8 @@ mod tests {
                 let last = raw.len();
                 raw.extend(test_event(7, XID, &[3; 8], 400, crc));
                 let u = ListedUnit {
-                    end: raw.len(),
-                    last,
+                    end: raw.len() as u32,
+                    last: last as u32,
                     events: 2 + u32::from(body),
                     flags: F_COMPLETE | F_MARIADB_GTID,
                     gtid_size: g as u32,
@@ -351,12 +353,11 @@ mod tests {
             let last = raw.len();
             raw.extend(test_event(7, XID, &[3; 8], 400, crc));
             let u = ListedUnit {
-                end: raw.len(),
-                last,
+                end: raw.len() as u32,
+                last: last as u32,
                 events: 5,
                 flags: F_COMPLETE | F_MARIADB_GTID,
                 gtid_size: g as u32,
-                lo: u32::MAX,
                 ..Default::default()
             };
             let inner = (g + 10, last);
