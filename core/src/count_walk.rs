@@ -132,7 +132,7 @@ fn form(
         Some(pieces) if skip == SKIP_PLACEHOLDER && !u.tabled => {
             scratch.clear();
             let always = pieces.iter().filter(|p| p.key == ALWAYS);
-            scratch.extend(always.map(|p| (p.start, p.end)));
+            scratch.extend(always.map(|p| (p.start(), p.end())));
             Some(scratch.as_slice())
         }
         _ => None,

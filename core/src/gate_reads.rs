@@ -205,18 +205,18 @@ const NOT_ALONE: u8 = 2;
 /// in `buf`, the QUERY post-header `post` and checksum `crc` bytes long) reaches its key's table
 /// alone; false where it cannot be read.
 fn piece_alone(buf: &[u8], piece: &Piece, post: usize, crc: usize) -> bool {
-    let (mut at, mut last) = (piece.start, None);
-    while at + HEADER_LEN <= piece.end {
+    let (mut at, mut last) = (piece.start(), None);
+    while at + HEADER_LEN <= piece.end() {
         let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
             return false;
         };
-        if size < HEADER_LEN || at + size > piece.end {
+        if size < HEADER_LEN || at + size > piece.end() {
             return false;
         }
         last = Some((at, at + size));
         at += size;
     }
-    let Some((q, end)) = last.filter(|_| at == piece.end) else {
+    let Some((q, end)) = last.filter(|_| at == piece.end()) else {
         return false;
     };
     query_ranges(&buf[..end], q, post, crc)

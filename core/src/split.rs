@@ -82,7 +82,7 @@ impl StmtRoute<'_> {
         if !self.framing
             && pieces
                 .iter()
-                .any(|p| p.key == ALWAYS && buf.get(p.start + 4) == Some(&QUERY))
+                .any(|p| p.key == ALWAYS && buf.get(p.start() + 4) == Some(&QUERY))
         {
             return false;
         }
@@ -100,7 +100,7 @@ impl StmtRoute<'_> {
                 let mut bytes = Vec::with_capacity(u.end - u.start);
                 for p in pieces {
                     if p.key == ALWAYS || keep.get(p.key as usize) == Some(&KEEP_KEEP) {
-                        bytes.extend_from_slice(&buf[p.start..p.end]);
+                        bytes.extend_from_slice(&buf[p.start()..p.end()]);
                     }
                 }
                 Copy::Part(bytes)

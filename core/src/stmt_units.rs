@@ -25,13 +25,27 @@ use crate::unit_list::UnitList;
 pub const ALWAYS: u32 = u32::MAX;
 
 /// One piece of a statement unit: a Query with the context events before it (kept or dropped
-/// with it), or a piece always kept; its bytes in its part's buffer.
+/// with it), or a piece always kept; its bytes in its part's buffer (`start()`, `end()`: 16
+/// bytes a piece, as a ListedUnit's offsets, u32; a unit past 4 GiB of its buffer is not read
+/// by keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Piece {
     pub key: u32,
-    pub start: usize,
-    pub end: usize,
+    pub start: u32,
+    pub end: u32,
     pub events: u32,
+}
+
+impl Piece {
+    #[inline]
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
 }
 
 /// The statement units of a segment (one `UnitList`), by key.
@@ -124,7 +138,7 @@ impl StmtUnits {
         let mut out = Vec::new();
         let mut events = 0u64;
         let mut inside = true;
-        self.kept_each(k, keep, |p| match buf.get(p.start..p.end) {
+        self.kept_each(k, keep, |p| match buf.get(p.start()..p.end()) {
             Some(bytes) => {
                 out.extend_from_slice(bytes);
                 events += p.events as u64;
@@ -141,7 +155,7 @@ impl StmtUnits {
     /// and two allocations each were 26 ms of its 0.4 CPU s (perf, 500 MB sysbench MIXED).
     pub fn kept_ranges(&self, k: usize, keep: &[u8], out: &mut Vec<(usize, usize)>) -> Option<()> {
         out.clear();
-        self.kept_each(k, keep, |p| out.push((p.start, p.end)))
+        self.kept_each(k, keep, |p| out.push((p.start(), p.end())))
     }
 
     /// Each of unit k's pieces a stream keeps (its framing, and the statements whose key it
@@ -269,15 +283,15 @@ impl<'a> ByKeys<'a> {
 /// The offset of piece `p`'s Query event in `buf`, past the context events it opens with; None
 /// when `buf` does not hold them.
 fn query_at(buf: &[u8], p: &Piece) -> Option<usize> {
-    let mut at = p.start;
+    let mut at = p.start();
     for _ in 1..p.events {
         let size = u32_at(buf, at + 9)? as usize;
-        if size < HEADER_LEN || at + size > p.end {
+        if size < HEADER_LEN || at + size > p.end() {
             return None;
         }
         at += size;
     }
-    (at + HEADER_LEN <= buf.len().min(p.end)).then_some(at)
+    (at + HEADER_LEN <= buf.len().min(p.end())).then_some(at)
 }
 
 /// `StmtUnits::build`'s state: the units read so far, the keys interned.
@@ -315,7 +329,7 @@ impl<'a> Builder<'a> {
         post: usize,
         crc: usize,
     ) {
-        if end > buf.len() {
+        if end > buf.len() || u32::try_from(end).is_err() {
             return self.none();
         }
         let mut reads = std::mem::take(&mut self.reads);
@@ -336,8 +350,8 @@ impl<'a> Builder<'a> {
             };
             self.s.pieces.push(Piece {
                 key,
-                start,
-                end,
+                start: start as u32, // (end <= u32::MAX: see above)
+                end: end as u32,
                 events,
             });
         }

@@ -218,7 +218,7 @@ pub fn statement_tables(
         let mut envelope = 0u64;
         written.clear();
         for (m, p) in pieces.iter().enumerate() {
-            let size = p.end.saturating_sub(p.start) as u64;
+            let size = p.end().saturating_sub(p.start()) as u64;
             if p.key == ALWAYS {
                 envelope += size;
                 continue;

@@ -85,7 +85,7 @@ fn relayed_form(
                     pieces
                         .iter()
                         .filter(|p| p.key == ALWAYS)
-                        .map(|p| (p.start, p.end))
+                        .map(|p| (p.start(), p.end()))
                         .collect(),
                 ),
                 _ => None,
