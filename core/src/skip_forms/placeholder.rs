@@ -316,6 +316,7 @@ mod tests {
                     events: 2 + u32::from(body),
                     flags: F_COMPLETE | F_MARIADB_GTID,
                     gtid_size: g as u32,
+                    tabled: true,
                     ..Default::default()
                 };
                 let mut made = Vec::new();
