@@ -21,6 +21,11 @@ pub struct KeyColumns {
 }
 
 impl KeyColumns {
+    /// The heap bytes of the columns.
+    pub fn heap_bytes(&self) -> usize {
+        (self.units.capacity() + self.before.capacity() + self.keys.capacity()) * size_of::<u32>()
+    }
+
     /// The columns of units given as their keyed statements' key ids, in order (None: not a
     /// statement unit by keys).
     pub fn build<U: IntoIterator<Item = u32>>(

@@ -115,6 +115,21 @@ impl StmtUnits {
             .any(|u| candidate(u.flags, u.gtid_size, u.events))
     }
 
+    /// The heap bytes they hold: per unit its bounds, per statement its piece, per key its bytes,
+    /// and the columns the streams read (`KeyColumns`).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let texts = self
+            .keys
+            .iter()
+            .map(|k| k.key.capacity() + k.db.capacity() + k.sql.capacity());
+        self.bounds.capacity() * size_of::<(u32, u32)>()
+            + self.pieces.capacity() * size_of::<Piece>()
+            + self.keys.capacity() * size_of::<NewKey>()
+            + texts.sum::<usize>()
+            + self.cols.heap_bytes()
+    }
+
     /// Unit k's pieces; None when it is not a statement unit by keys.
     pub fn of(&self, k: usize) -> Option<&[Piece]> {
         let &(lo, hi) = self.bounds.get(k)?;

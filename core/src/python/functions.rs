@@ -16,8 +16,7 @@ use crate::assemble;
 use crate::relay;
 use crate::rename_db::DbRenames;
 use crate::replica;
-use crate::stmt_keys::NewKey;
-use crate::stmt_units::{ByKeys, Piece, StmtUnits};
+use crate::stmt_units::{ByKeys, StmtUnits};
 use std::collections::HashMap;
 
 use crate::{hops, payload, sql};
@@ -378,21 +377,6 @@ pub(super) fn replica_frames(
 #[pyfunction]
 pub(super) fn held_bytes(list: PyRef<'_, PyUnitList>) -> usize {
     let ahead = list.ahead.lock().unwrap_or_else(|e| e.into_inner());
-    let ahead = ahead.as_ref().map_or(0, |(_, st)| stmt_bytes(st));
-    list.list.heap_bytes() + list.stmts.get().map_or(0, stmt_bytes) + ahead
-}
-
-/// The heap bytes statement units hold: per unit its bounds, per statement its piece, per key its
-/// bytes.
-fn stmt_bytes(st: &StmtUnits) -> usize {
-    use std::mem::size_of;
-    let texts: usize = st
-        .keys
-        .iter()
-        .map(|k| k.key.capacity() + k.db.capacity() + k.sql.capacity())
-        .sum();
-    st.bounds.capacity() * size_of::<(u32, u32)>()
-        + st.pieces.capacity() * size_of::<Piece>()
-        + st.keys.capacity() * size_of::<NewKey>()
-        + texts
+    let ahead = ahead.as_ref().map_or(0, |(_, st)| st.heap_bytes());
+    list.list.heap_bytes() + list.stmts.get().map_or(0, StmtUnits::heap_bytes) + ahead
 }

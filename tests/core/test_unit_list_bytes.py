@@ -1,0 +1,51 @@
+"""What a master keeps of a segment by its scan (`_core.held_bytes`, which the kept budget counts:
+master.read.segments INDEX_BYTES) is what the UnitList allocates, and a unit of small transactions
+costs at most 48 bytes of it (its record 32 bytes, its Table_map bounds 8, its name ids): the
+lists of 2.1 million units of the bench matrix's small-transaction binlog fit the budget with room."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+
+import pytest
+
+from dumpfilter._core import held_bytes
+from dumpfilter.codec.scanner import Scanner, UnitList
+from dumpfilter.workload.generator import WorkloadSpec, generate
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _allocated() -> int:
+    """The bytes malloc has handed out and not had back (glibc's mallinfo2: the main arena, where
+    a scan on the calling thread allocates, and the mmapped blocks)."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    libc.mallinfo2.restype = _Mallinfo2
+    m = libc.mallinfo2()
+    return int(m.uordblks + m.hblkhd)
+
+
+@pytest.mark.parametrize("binlog_format", ["row", "mixed"])
+def test_held_bytes_are_what_a_unit_list_allocates(tmp_path, binlog_format):
+    spec = WorkloadSpec(seed=49, transactions=20_000, rows_per_statement=1, statements_per_transaction=2,
+                        ddl_share=0.0, cross_db_share=0.0, binlog_format=binlog_format)
+    data = generate(spec, tmp_path)[0].read_bytes()
+    scanner = Scanner("<test>")
+    gc.collect()
+    before = _allocated()
+    units = UnitList()
+    scanner.scan_into(units, data, 4, 0, "bin.000001", at_eof=True)
+    if binlog_format == "mixed":  # the statement units, read once for every stream (MariaDB: QUERY
+        assert units.statement_units([(13, 4, 0)]).units > 10_000  # post-header 13, CRC32 4)
+    grown = _allocated() - before
+    held = held_bytes(units)
+    assert len(units) > 20_000
+    assert abs(grown - held) <= 0.1 * held, (grown, held)
+    if binlog_format == "row":
+        assert held <= 48 * len(units), held / len(units)
