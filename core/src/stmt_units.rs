@@ -377,6 +377,11 @@ impl<'a> Builder<'a> {
 
     fn finish(mut self) -> StmtUnits {
         self.s.keys = std::mem::take(&mut self.keys.new);
+        if self.s.units == 0 {
+            // None (a ROW segment's): no bounds, no columns, where they were 12 bytes a unit (25
+            // MB over a small-transaction binlog's lists). `of` answers None past the bounds.
+            return StmtUnits::default();
+        }
         let (bounds, pieces) = (&self.s.bounds, &self.s.pieces);
         let keyed = |&(lo, hi): &(u32, u32)| {
             let unit = pieces.get(lo as usize..hi as usize)?; // (lo == u32::MAX: not a statement unit)

@@ -55,14 +55,13 @@ CACHE_SEGMENTS = 512
 # of unit lists and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
 # with 96 MB and 40 MB, once (master CPU 3.3x one slave's -> 1.8x, peak RSS 300 -> 211 MB).
 # Each kept segment counts what it holds (`UnitIndex.held_bytes`: the core's records, name ids and
-# statement units, the answer rows kept). A unit's record is about 86 bytes, and a MIXED segment's
-# statement units about twice its records (the 420 MB sysbench MIXED binlog: 118 MB RssAnon for all
-# its lists, where 100 bytes a unit, the estimate that was counted, said 46 MB). A binlog of small
-# transactions has far more units per byte: a real MariaDB one of 1-2 row transactions (the bench
-# matrix's, 587 MB) is 1.68 million units, 145 MB; with 96 MB every stream scanned 40% of its
-# segments again (64 do-db slaves: 544 scans of 70 segments, 10.6 s of master CPU; with 192 MB,
-# 70 scans and 9.0 s, and the master's RssAnon peak no higher, 392 -> 381 MB: a scan's lists are
-# as large as the kept ones, and 64 streams far apart each held their own).
+# statement units, the answer rows kept). A unit's record is 32 bytes and its Table_map bounds 8 (it
+# was 80: the 726 MB small-transaction binlog of the bench matrix, 2.1 million units of 1-2 rows,
+# held 193 MB, past this budget, and 64 do-db slaves scanned 115-145 times its 87 segments; now
+# 93 MB, 87 scans); a MIXED segment's statement units (16 bytes a piece, about five a transaction)
+# about twice its records (the 520 MB realistic MIXED binlog: 114 MB, 135 bytes a unit). Every
+# workload of the matrix keeps all its lists within 192 MB; a smaller budget saves no RSS on them
+# (what is held is the lists, not the budget) and brings scans back on a longer binlog.
 INDEX_BYTES = 192 << 20
 INDEX_SEGMENTS = 256
 # Which kept segments stay when the budget is full: slaves in separate processes read the binlog
