@@ -169,3 +169,38 @@ fn a_unit_past_4_gib_of_its_buffer_is_not_listed() {
     assert_eq!(list.add(b"f", 0, &units, &[]), 1);
     assert_eq!(list.units.len(), 1);
 }
+
+/// Every unit reads back what was pushed for it, and a source's consecutive seq_nos (or one
+/// seq repeated) take one run whatever their number.
+#[test]
+fn a_units_gtid_reads_back_and_a_source_in_order_is_one_run() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |m: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % m.max(1)
+    };
+    for _ in 0..300 {
+        let (mut gtids, mut want) = (crate::unit_gtids::UnitGtids::default(), Vec::new());
+        let mut g = (next(3) as u32, next(3) as u32, next(1 << 40));
+        for k in 0..next(200) as u32 {
+            match next(10) {
+                0 => g = (next(3) as u32, next(3) as u32, next(u64::MAX)),
+                1 => g.2 = g.2.wrapping_add(next(4)),
+                2 => {}
+                _ => g.2 = g.2.wrapping_add(1),
+            }
+            gtids.push(k, g.0, g.1, g.2);
+            want.push(g);
+        }
+        let got: Vec<_> = (0..want.len()).map(|k| gtids.get(k).unwrap()).collect();
+        assert_eq!(got, want);
+    }
+    let mut one = crate::unit_gtids::UnitGtids::default();
+    for k in 0..100_000u32 {
+        one.push(k, 1, 7, 500 + u64::from(k));
+    }
+    assert_eq!(one.sources().count(), 1);
+    assert_eq!(one.get(99_999), Some((1, 7, 100_499)));
+}
