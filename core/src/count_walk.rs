@@ -7,6 +7,7 @@
 //! kept in part, or one no form is made for, goes through `send::walk` alone.
 
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
+use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
 use crate::sent::{prefetch, Sent};
 use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
@@ -30,6 +31,8 @@ pub struct Forms {
 /// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
 /// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
 const AHEAD: usize = 16;
+/// The units whose forms under both policies are made from their records alone.
+const RECORD: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
 
 impl Forms {
     /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
@@ -57,8 +60,13 @@ impl Forms {
         let mut scratch = Vec::new();
         let mut sums = vec![[0u64; 5]; policies.len()];
         for (k, u) in plan.units.iter().enumerate() {
-            if let Some(a) = plan.units.get(k + AHEAD) {
-                // (a form is read off the unit's record, its first event and its last)
+            // (a form is read off the unit's record, its first event and its last; a complete
+            // fast MariaDB unit's off its record alone, `skip_forms::skipped`)
+            let ahead = plan
+                .units
+                .get(k + AHEAD)
+                .filter(|a| a.flags & RECORD != RECORD);
+            if let Some(a) = ahead {
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
                 for at in [a.start, a.last] {
                     prefetch(buf.get(at..(at + 32).min(a.end)).unwrap_or_default());
@@ -99,6 +107,9 @@ impl Forms {
         }
         let good = |m: usize| none[m] == none[i] && (framed_all || st[m] == st[i]);
         let (mut lo, mut hi) = (i, j.min(none.len() - 1));
+        if good(hi) {
+            return hi; // (every form of the run made: the common case, without a search)
+        }
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
             if good(mid) {
