@@ -376,12 +376,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
+    # (after table_bytes, which reads every event header: each unit's first bytes are still in the caches)
+    by_table = units.table_bytes(len(names))
     minutes = units.time_cuts(MINUTE)
     width = MINUTE if len(minutes) <= MINUTE_BUCKETS else HOUR
     cuts = [(cut.unit, cut.bucket * width) for cut in (minutes if width == MINUTE else units.time_cuts(HOUR))]
     cuts = cuts or [(0, -1)]
     bounds = [(a, b, start) for (a, start), (b, _) in zip(cuts, [*cuts[1:], (n, 0)])]
-    by_table = units.table_bytes(len(names))
     other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
     # after the buffer's last Format_description, or from its start).
