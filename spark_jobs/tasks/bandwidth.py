@@ -301,9 +301,12 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
         partial = sum(c.out.counts.transactions_partial for c in counters)
         ids = names()
         if ids is not seen[0]:  # another scanner's name ids (a master's segment)
-            if seen[0] is not None:
-                for counter in counters:
-                    counter.keeps.renumber(seen[0])
+            before = seen[0]
+            # (a master's segments' scanners meet a binlog's tables in the same order: ids that
+            # name what they named keep their keep bytes, not asked again by name per rule set)
+            if before is not None and ids[:len(before)] != before:
+                for keeps in {id(c.keeps): c.keeps for c in counters}.values():
+                    keeps.renumber(before)
             seen[0] = ids
         fmt = _count_units(counters, units, n, buf, base, ids, fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
