@@ -435,7 +435,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for counter in counters:
         counter.out.tables = tables
         walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None,
-                                rows, by_keys, formats))
+                                rows, by_keys, formats, fast_only=not other))
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)
     return current
@@ -449,21 +449,25 @@ def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple
     fast: list[tuple[CountWalk, int]] = []
     jobs: list[_core.CountJob] = []
     alike: dict[tuple[object, ...], int] = {}
+    cut: dict[int, bool] = {}  # by row (alive for the call): whether it keeps a unit in part
     left = []
     for walk in walks:
         counter = walk.counter
         answers = walk.answers(bounds[0][0]) if counter.compiled and walk.n else None
-        if answers is None or ROW_SLOW in answers[2]:
+        if answers is None or (not walk.fast_only and ROW_SLOW in answers[2]):
             left.append(walk)
             continue
         keep, stmt_keep, row = answers
+        # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
+        # bytes are read only where a unit is kept in part, which each row is read for once: the
+        # walk holds it for the call).
+        partial = cut.get(id(row))
+        if partial is None:
+            partial = cut[id(row)] = ROW_PARTIAL in row
         row = row if len(row) == walk.n else row[:walk.n]  # (the buffer's units end there)
         owed = counter.out.heartbeat_size if counter.pending else 0
-        # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
-        # bytes are read only where a unit is kept in part).
         policy = counter.policy
-        key = (row, keep if ROW_PARTIAL in row else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept,
-               walk.crc, owed)
+        key = (row, keep if partial else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept, walk.crc, owed)
         k = alike.setdefault(key, len(jobs))
         if k == len(jobs):
             jobs.append(_core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep))
