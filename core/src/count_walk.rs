@@ -74,7 +74,9 @@ impl Forms {
             }
             for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
                 f.push(sum);
-                let made = form(k, u, bufs, st, (f.skip, f.crc), &mut scratch);
+                let policy = (f.skip, f.crc);
+                let made = recorded(u, bufs, policy)
+                    .or_else(|| form(k, u, bufs, st, policy, &mut scratch));
                 match made {
                     Some((b, e, p)) => {
                         (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p)
@@ -127,6 +129,25 @@ impl Forms {
         let e = self.events[j] - self.events[i];
         (b, e, self.placeholders[j] - self.placeholders[i])
     }
+}
+
+/// What `form` makes of unit `u` where its record alone says it, reading no byte of the unit
+/// (its head, and under the placeholder policy its end, were a cache miss per unit and policy):
+/// the empty transaction of a complete unit a MariaDB GTID opens (`gtid_size`: the scanner read
+/// it off that event's header), the placeholders of a complete fast MariaDB unit (its GTID,
+/// Table_maps, Rows and annotations, an XID: the scanner's fast shape). None: `form` reads it.
+fn recorded(u: &ListedUnit, bufs: &[&[u8]], (skip, crc): (u8, bool)) -> Option<(u64, u64, u64)> {
+    const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
+    let raw = bufs.get(u.part as usize)?.get(u.start..u.end)?; // (bounds only: no byte read)
+    let f = match skip {
+        _ if u.flags & MARIADB != MARIADB => None,
+        SKIP_EMPTY => skip_forms::empty(raw, u.gtid_size as usize, crc, None),
+        SKIP_PLACEHOLDER if u.flags & F_FAST != 0 && u.lo != u32::MAX => {
+            skip_forms::recorded_placeholders(u, crc)
+        }
+        _ => None,
+    }?;
+    Some((f.bytes, f.events, f.placeholders))
 }
 
 /// What `send::walk` sends for unit k (`u`) of `plan` skipped whole under `skip` (see

@@ -26,6 +26,7 @@ mod placeholder;
 
 pub(crate) use made_crc::made_query_len;
 use made_crc::{made_query, made_query_into};
+pub(crate) use placeholder::recorded as recorded_placeholders;
 use placeholder::{framed_count, framed_run, placeholders, rand_len, stretch_pair};
 
 pub use mysql::relayed_placeholders;
@@ -75,19 +76,12 @@ pub fn skipped(
         return None;
     }
     let raw = buf.get(u.start..u.end)?;
-    // A count (no `out`) takes the scanner's word for what opens the unit, and the size of its
-    // GTID (`gtid_size`, read from that event's header): a form made from the record alone reads
-    // no byte of the unit (its head was a cache miss per skipped unit and policy).
-    let counting = out.is_none() && u.flags & F_MARIADB_GTID != 0;
-    if !counting {
-        match *raw.get(4)? {
-            MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {}
-            GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, runs, framing, out),
-            _ => return None,
-        }
+    match *raw.get(4)? {
+        MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {}
+        GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, runs, framing, out),
+        _ => return None,
     }
     match skip {
-        SKIP_EMPTY if counting => empty(raw, u.gtid_size as usize, crc, None),
         SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, out),
         // A statement unit's framing Queries are its keys' to say; of a row unit, or a lone
         // statement (a GTID and one Query, never a framing one), only the GTID and XID frame it.

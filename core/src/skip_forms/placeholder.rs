@@ -4,7 +4,6 @@
 
 use super::{made_crc, Form, RAND_BODY, SKIP_REPLICATION_F};
 use crate::le::u32_at;
-use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::types::{HEADER_LEN, MARIADB_GTID, PLACEHOLDER_RUN, RAND, XID};
 use crate::unit_list::ListedUnit;
 
@@ -110,24 +109,24 @@ pub(super) fn framed_count(
     kept: &[(usize, usize)],
     crc: bool,
 ) -> Option<Form> {
-    // A complete fast MariaDB unit is its GTID, Table_maps, Rows and annotations, then an XID
-    // (the scanner's fast shape, `scan::F_FAST`): its record says all `framed_form` reads of it
-    // (its GTID's size, its last event's offset), and the count reads no byte of the unit.
-    const SHAPE: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
-    if kept.is_empty() && u.flags & SHAPE == SHAPE {
-        let (g, tail) = (u.gtid_size as usize, u.end.checked_sub(u.last)?);
-        let body = u.events.checked_sub(2).filter(|&n| n > 0)?;
-        if g < HEADER_LEN || u.start + g >= u.last {
-            return None;
-        }
-        return Some(Form {
-            bytes: (g + tail + body as usize * rand_len(crc)) as u64,
-            events: u64::from(u.events),
-            placeholders: u64::from(body),
-            ..Form::default()
-        });
-    }
     framed_form(raw, u, kept, crc).map(|f| f.3)
+}
+
+/// `framed_count` of a complete fast MariaDB unit from its record alone (`count_walk::recorded`):
+/// its GTID's size and its last event's offset, where `framed_form` would find a GTID, a body and
+/// an XID at its end (the scanner's fast shape ends with one); None where it would not.
+pub(crate) fn recorded(u: &ListedUnit, crc: bool) -> Option<Form> {
+    let (g, tail) = (u.gtid_size as usize, u.end.checked_sub(u.last)?);
+    let body = u.events.checked_sub(2).filter(|&n| n > 0)?;
+    if g < HEADER_LEN || u.start + g >= u.last {
+        return None;
+    }
+    Some(Form {
+        bytes: (g + tail + body as usize * rand_len(crc)) as u64,
+        events: u64::from(u.events),
+        placeholders: u64::from(body),
+        ..Form::default()
+    })
 }
 
 /// What `framed_run` makes unit `u` (`raw`) of, where its record says so: the length of its
