@@ -60,8 +60,8 @@ impl Forms {
         let mut scratch = Vec::new();
         let mut sums = vec![[0u64; 5]; policies.len()];
         for (k, u) in plan.units.iter().enumerate() {
-            // (a form is read off the unit's record, its first event and its last; a complete
-            // fast MariaDB unit's off its record alone, `skip_forms::skipped`)
+            // (a form is read off the unit's record, its first event and its last, but those
+            // `recorded` makes of the record alone)
             let ahead = plan
                 .units
                 .get(k + AHEAD)
