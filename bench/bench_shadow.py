@@ -9,7 +9,8 @@ Master CPU is its utime + stime from /proc, less what an idle master has spent o
 start), read when the 8 slaves are caught up and gone and (shadow) every candidate has counted to
 the binlog's end (ListShadows). Lint is off in both (`--lint-max-mb 0`: lint runs in a process of
 its own, not the master's). Each run is made DUMPFILTER_BENCH_REPEAT (2) times, interleaved; the
-least CPU is kept. The binlog: DUMPFILTER_SHADOW_DIR (a real binlog over db1..db8, e.g. a
+least CPU is kept. The binlog: DUMPFILTER_SHADOW_DIR (a real binlog over db1..db8, or over the
+schemas DUMPFILTER_SHADOW_SCHEMA1..8, e.g. sbtest for a sysbench one, a
 bench/data/ directory of bench.matrix), else the generated ROW binlog of DUMPFILTER_SHADOW_MB (100) MB
 (bench.common.row_binlog). Figures go to bench/results/shadow.json."""
 
@@ -31,15 +32,16 @@ from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = 8
 GOAL = 1.3
+SCHEMA = os.environ.get("DUMPFILTER_SHADOW_SCHEMA", "db")  # the schemas are SCHEMA1..SCHEMA8
 KINDS = (  # (rules, skip policy) per schema N: 8 kinds x 8 schemas = 64 candidates
-    (("replicate-do-db=db{n}",), "heartbeat"),
-    (("replicate-do-db=db{n}",), "placeholder"),
-    (("replicate-do-db=db{n}",), "empty-transaction"),
-    (("replicate-ignore-db=db{n}",), "heartbeat"),
-    (("replicate-wild-do-table=db{n}.%1",), "heartbeat"),
-    (("replicate-wild-ignore-table=db{n}.%2",), "placeholder"),
-    (("replicate-do-table=db{n}.t1", "replicate-do-table=db{n}.t3"), "heartbeat"),
-    (("replicate-do-db=db{n}", "replicate-ignore-table=db{n}.t1"), "empty-transaction"),
+    (("replicate-do-db={db}{n}",), "heartbeat"),
+    (("replicate-do-db={db}{n}",), "placeholder"),
+    (("replicate-do-db={db}{n}",), "empty-transaction"),
+    (("replicate-ignore-db={db}{n}",), "heartbeat"),
+    (("replicate-wild-do-table={db}{n}.%1",), "heartbeat"),
+    (("replicate-wild-ignore-table={db}{n}.%2",), "placeholder"),
+    (("replicate-do-table={db}{n}.t1", "replicate-do-table={db}{n}.t3"), "heartbeat"),
+    (("replicate-do-db={db}{n}", "replicate-ignore-table={db}{n}.t1"), "empty-transaction"),
 )
 
 
@@ -47,7 +49,7 @@ def candidates_toml() -> str:
     out = []
     for k, (rules, policy) in enumerate(KINDS):
         for n in range(1, SCHEMAS + 1):
-            listed = ", ".join(f'"{r.format(n=n)}"' for r in rules)
+            listed = ", ".join(f'"{r.format(db=SCHEMA, n=n)}"' for r in rules)
             out.append(f'[[slaves]]\nname = "k{k}-db{n}"\nserver_id = {1000 + 10 * k + n}\n'
                        f'skip_policy = "{policy}"\nrules = [{listed}]\n')
     return "\n".join(out)
@@ -81,7 +83,7 @@ def run(binlog_dir: Path, shadow: Path | None) -> dict:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address, "--server-id",
                      str(100 + n), "--relay-log-dir", str(workdir / f"relay{n}"), "--flavor", "mariadb",
-                     "--until-caught-up", "--lint-wait", "0", "--replicate-do-db", f"db{n}"],
+                     "--until-caught-up", "--lint-wait", "0", "--replicate-do-db", f"{SCHEMA}{n}"],
                     cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
         for n, proc in enumerate(procs, 1):
             if proc.wait() != 0:

@@ -7,6 +7,7 @@
 //! kept in part, or one no form is made for, goes through `send::walk` alone.
 
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
+use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
 use crate::sent::{prefetch, Sent};
 use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
@@ -30,6 +31,8 @@ pub struct Forms {
 /// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
 /// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
 const AHEAD: usize = 16;
+/// The units whose forms under both policies are made from their records alone.
+const RECORD: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
 
 impl Forms {
     /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
@@ -57,8 +60,13 @@ impl Forms {
         let mut scratch = Vec::new();
         let mut sums = vec![[0u64; 5]; policies.len()];
         for (k, u) in plan.units.iter().enumerate() {
-            if let Some(a) = plan.units.get(k + AHEAD) {
-                // (a form is read off the unit's record, its first event and its last)
+            // (a form is read off the unit's record, its first event and its last, but those
+            // `recorded` makes of the record alone)
+            let ahead = plan
+                .units
+                .get(k + AHEAD)
+                .filter(|a| a.flags & RECORD != RECORD);
+            if let Some(a) = ahead {
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
                 for at in [a.start(), a.last()] {
                     prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
@@ -66,7 +74,9 @@ impl Forms {
             }
             for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
                 f.push(sum);
-                let made = form(k, u, bufs, st, (f.skip, f.crc), &mut scratch);
+                let policy = (f.skip, f.crc);
+                let made = recorded(u, bufs, policy)
+                    .or_else(|| form(k, u, bufs, st, policy, &mut scratch));
                 match made {
                     Some((b, e, p)) => {
                         (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p)
@@ -99,6 +109,9 @@ impl Forms {
         }
         let good = |m: usize| none[m] == none[i] && (framed_all || st[m] == st[i]);
         let (mut lo, mut hi) = (i, j.min(none.len() - 1));
+        if good(hi) {
+            return hi; // (every form of the run made: the common case, without a search)
+        }
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
             if good(mid) {
@@ -116,6 +129,25 @@ impl Forms {
         let e = self.events[j] - self.events[i];
         (b, e, self.placeholders[j] - self.placeholders[i])
     }
+}
+
+/// What `form` makes of unit `u` where its record alone says it, reading no byte of the unit
+/// (its head, and under the placeholder policy its end, were a cache miss per unit and policy):
+/// the empty transaction of a complete unit a MariaDB GTID opens (`gtid_size`: the scanner read
+/// it off that event's header), the placeholders of a complete fast MariaDB unit (its GTID,
+/// Table_maps, Rows and annotations, an XID: the scanner's fast shape). None: `form` reads it.
+fn recorded(u: &ListedUnit, bufs: &[&[u8]], (skip, crc): (u8, bool)) -> Option<(u64, u64, u64)> {
+    const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
+    let raw = bufs.get(u.part as usize)?.get(u.start()..u.end())?; // (bounds only: no byte read)
+    let f = match skip {
+        _ if u.flags & MARIADB != MARIADB => None,
+        SKIP_EMPTY => skip_forms::empty(raw, u.gtid_size as usize, crc, None),
+        SKIP_PLACEHOLDER if u.flags & F_FAST != 0 && u.tabled => {
+            skip_forms::recorded_placeholders(u, crc)
+        }
+        _ => None,
+    }?;
+    Some((f.bytes, f.events, f.placeholders))
 }
 
 /// What `send::walk` sends for unit k (`u`) of `plan` skipped whole under `skip` (see

@@ -224,3 +224,56 @@ fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
     let got = count_many(&list, &[&buf], Some(&st), &[job], (&[0], 0), &[&made[0]]);
     assert_eq!(counts(&got[0].sent), by_units);
 }
+
+/// A complete fast MariaDB unit's forms are made from its record (`recorded`), as `skipped` makes
+/// them from its bytes: the count reads no byte of it, here none readable.
+#[test]
+fn fast_mariadb_units_are_formed_from_their_records_alone() {
+    use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
+    use crate::skip_forms::test_event;
+    use crate::types::{MARIADB_GTID, XID};
+    for crc in [false, true] {
+        let (mut buf, mut units) = (Vec::new(), Vec::new());
+        for body in [1usize, 3, 6] {
+            let start = buf.len();
+            buf.extend(test_event(1, MARIADB_GTID, &[0u8; 19], 9, crc));
+            let gtid_size = (buf.len() - start) as u32;
+            for k in 0..body {
+                buf.extend(test_event(
+                    1,
+                    if k % 2 == 0 { 19 } else { 30 },
+                    &[1u8; 30],
+                    9,
+                    crc,
+                ));
+            }
+            let last = buf.len();
+            buf.extend(test_event(1, XID, &[5u8; 8], 9, crc));
+            let flags = F_COMPLETE | F_MARIADB_GTID | F_FAST;
+            units.push(ListedUnit {
+                start: start as u32,
+                end: buf.len() as u32,
+                last: last as u32,
+                events: body as u32 + 2,
+                flags,
+                gtid_size,
+                tabled: true,
+                ..Default::default()
+            });
+        }
+        let mut list = UnitList::default();
+        list.units = units;
+        let policies = [(SKIP_PLACEHOLDER, crc), (SKIP_EMPTY, crc)];
+        let unread = vec![0u8; buf.len()];
+        let made = Forms::make(&list, &[&unread], None, &policies);
+        for (f, (skip, _)) in made.iter().zip(policies) {
+            let n = list.units.len();
+            let want = list.units.iter().fold((0, 0, 0), |s, u| {
+                let f = skip_forms::skipped(u, &buf, skip, crc, false, None, None).unwrap();
+                (s.0 + f.bytes, s.1 + f.events, s.2 + f.placeholders)
+            });
+            assert_eq!(f.made_until(0, n, false), n, "{skip} {crc}");
+            assert_eq!(f.run(0, n), want, "{skip} {crc}");
+        }
+    }
+}

@@ -26,6 +26,7 @@ mod placeholder;
 
 pub(crate) use made_crc::made_query_len;
 use made_crc::{made_query, made_query_into};
+pub(crate) use placeholder::recorded as recorded_placeholders;
 use placeholder::{framed_count, framed_run, placeholders, rand_len, stretch_pair};
 
 pub use mysql::relayed_placeholders;

@@ -301,9 +301,12 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
         partial = sum(c.out.counts.transactions_partial for c in counters)
         ids = names()
         if ids is not seen[0]:  # another scanner's name ids (a master's segment)
-            if seen[0] is not None:
-                for counter in counters:
-                    counter.keeps.renumber(seen[0])
+            before = seen[0]
+            # (a master's segments' scanners meet a binlog's tables in the same order: ids that
+            # name what they named keep their keep bytes, not asked again by name per rule set)
+            if before is not None and ids[:len(before)] != before:
+                for keeps in {id(c.keeps): c.keeps for c in counters}.values():
+                    keeps.renumber(before)
             seen[0] = ids
         fmt = _count_units(counters, units, n, buf, base, ids, fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
@@ -376,12 +379,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
+    # (after table_bytes, which reads every event header: each unit's first bytes are still in the caches)
+    by_table = units.table_bytes(len(names))
     minutes = units.time_cuts(MINUTE)
     width = MINUTE if len(minutes) <= MINUTE_BUCKETS else HOUR
     cuts = [(cut.unit, cut.bucket * width) for cut in (minutes if width == MINUTE else units.time_cuts(HOUR))]
     cuts = cuts or [(0, -1)]
     bounds = [(a, b, start) for (a, start), (b, _) in zip(cuts, [*cuts[1:], (n, 0)])]
-    by_table = units.table_bytes(len(names))
     other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
     # after the buffer's last Format_description, or from its start).
@@ -431,7 +435,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for counter in counters:
         counter.out.tables = tables
         walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None,
-                                rows, by_keys, formats))
+                                rows, by_keys, formats, fast_only=not other))
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)
     return current
@@ -445,21 +449,25 @@ def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple
     fast: list[tuple[CountWalk, int]] = []
     jobs: list[_core.CountJob] = []
     alike: dict[tuple[object, ...], int] = {}
+    cut: dict[int, bool] = {}  # by row (alive for the call): whether it keeps a unit in part
     left = []
     for walk in walks:
         counter = walk.counter
         answers = walk.answers(bounds[0][0]) if counter.compiled and walk.n else None
-        if answers is None or ROW_SLOW in answers[2]:
+        if answers is None or (not walk.fast_only and ROW_SLOW in answers[2]):
             left.append(walk)
             continue
         keep, stmt_keep, row = answers
+        # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
+        # bytes are read only where a unit is kept in part, which each row is read for once: the
+        # walk holds it for the call).
+        partial = cut.get(id(row))
+        if partial is None:
+            partial = cut[id(row)] = ROW_PARTIAL in row
         row = row if len(row) == walk.n else row[:walk.n]  # (the buffer's units end there)
         owed = counter.out.heartbeat_size if counter.pending else 0
-        # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
-        # bytes are read only where a unit is kept in part).
         policy = counter.policy
-        key = (row, keep if ROW_PARTIAL in row else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept,
-               walk.crc, owed)
+        key = (row, keep if partial else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept, walk.crc, owed)
         k = alike.setdefault(key, len(jobs))
         if k == len(jobs):
             jobs.append(_core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep))

@@ -40,15 +40,20 @@ class CountWalk:
     them: compiled runs (each looked up in `runs` first, and recorded there, unless it is None),
     the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
     bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
-    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys."""
+    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys;
+    `fast_only`: every unit of the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
                  keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
                  runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
-                 by_keys: dict[tuple[bytes, bytes | None, bool], bytes], formats: list[tuple[int, int, int]]) -> None:
+                 by_keys: dict[tuple[bytes, bytes | None, bool], bytes], formats: list[tuple[int, int, int]],
+                 fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
         self.txn, self.after_index, self.runs, self.rows = txn, after_index, runs, rows
         self.by_keys, self.formats = by_keys, formats
+        # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
+        # those a gate's guard leaves (`_guarded`), and no row is read for one.
+        self.fast_only = fast_only and not counter.guards
         self.space = units if counter.keeps.keys_enabled and keys else None
         self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
         self.row: bytes | None = None
@@ -117,7 +122,8 @@ class CountWalk:
                 self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
             # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
             # of what decides a run, so of its key
-            self.row = counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
+            self.row = made_row if self.fast_only else \
+                counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
         return keep, stmt_keep, self.row
 
     def step(self, at: int) -> int:

@@ -112,6 +112,23 @@ pub(super) fn framed_count(
     framed_form(raw, u, kept, crc).map(|f| f.3)
 }
 
+/// `framed_count` of a complete fast MariaDB unit from its record alone (`count_walk::recorded`):
+/// its GTID's size and its last event's offset, where `framed_form` would find a GTID, a body and
+/// an XID at its end (the scanner's fast shape ends with one); None where it would not.
+pub(crate) fn recorded(u: &ListedUnit, crc: bool) -> Option<Form> {
+    let (g, tail) = (u.gtid_size as usize, u.end().checked_sub(u.last())?);
+    let body = u.events.checked_sub(2).filter(|&n| n > 0)?;
+    if g < HEADER_LEN || u.start() + g >= u.last() {
+        return None;
+    }
+    Some(Form {
+        bytes: (g + tail + body as usize * rand_len(crc)) as u64,
+        events: u64::from(u.events),
+        placeholders: u64::from(body),
+        ..Form::default()
+    })
+}
+
 /// What `framed_run` makes unit `u` (`raw`) of, where its record says so: the length of its
 /// head, its tail, the run between them and the form's counts.
 fn framed<'a>(
