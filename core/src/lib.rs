@@ -37,7 +37,6 @@ pub mod tally;
 pub mod types;
 pub mod unit_cut;
 pub mod unit_list;
-pub mod verify_forms;
 
 #[cfg(test)]
 mod stretch_tests;

@@ -41,6 +41,7 @@ fn forms_follow_the_owed_heartbeat_and_a_form_not_made_leaves_nothing() {
             heartbeat_crc: false,
             stmts: None,
             count_only: false,
+            relay: false,
         };
         let row = [SKIP; 3];
         let s = walk(&list, &[&buf], &row, &[], 0, &opt);
