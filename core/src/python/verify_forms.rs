@@ -39,15 +39,17 @@ pub(super) fn relayed(
     let (list, st) = (&units.list, units.stmts.get());
     let row = &row[..stop.min(row.len())];
     let answers = (row, keep, stmt_keep);
-    let walks =
-        py.detach(|| crate::send::relayed(list, &bufs, st, answers, start, skips, crc));
+    let walks = py.detach(|| crate::send::relayed(list, &bufs, st, answers, start, skips, crc));
     let data = PyList::empty(py);
     for s in &walks {
         data.append(filled_bytes(py, s, &bufs)?)?;
     }
     Ok(Relayed {
         data: data.unbind(),
-        units: walks.iter().map(|s| s.kept + s.partial + s.skip_units).collect(),
+        units: walks
+            .iter()
+            .map(|s| s.kept + s.partial + s.skip_units)
+            .collect(),
         next: walks.first().map_or(start, |s| s.next),
     })
 }
