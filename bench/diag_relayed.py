@@ -2,8 +2,8 @@
 hold, unit by unit and run by run, over a binlog directory, as digests, so that two builds of the
 core (the old walk of verify_forms.rs, the send walk's relay mode) can be compared.
 
-    python -m bench.diag_relayed DIR OUT.json [--mb N]     # with each build's interpreter
-    python -m bench.diag_relayed --compare OLD.json NEW.json
+    python -m bench.diag_relayed DIR OUT [--mb N]     # with each build's interpreter
+    python -m bench.diag_relayed --compare OLD NEW
 
 Each unit of the full stream is asked alone under every skip policy at once (heartbeat,
 placeholder, empty-transaction), for each rule set of RULES, as `simulate --verify` asks (the
@@ -19,7 +19,9 @@ import hashlib
 import inspect
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 from dumpfilter import _core, skip_policy
 from dumpfilter.codec.scanner import Scanner
@@ -52,8 +54,9 @@ def _digest(data: list[bytes]) -> str:
     return hashlib.sha1(b"|".join(hashlib.sha1(d).digest() for d in data)).hexdigest()[:16]
 
 
-def collect(directory: Path, mb: int) -> dict[str, dict[str, str]]:
-    """Per rule set, per unit (its file offset), the digest of what each policy relays of it."""
+def collect(directory: Path, mb: int, lines: TextIO) -> dict[str, int]:
+    """Per rule set, per unit answered, a line of `lines`: the chunk, the rule set, the unit's
+    file offset and the digest of what each policy relays of it. Returns the units answered."""
     topology = parse_topology("[master]\nbinlogs = \".\"\n" + "".join(
         f'\n[[slaves]]\nname = "{name}"\nserver_id = {k + 2}\nrules = {json.dumps(rules)}\n'
         for k, (name, rules) in enumerate(RULES.items())))
@@ -62,9 +65,9 @@ def collect(directory: Path, mb: int) -> dict[str, dict[str, str]]:
     references = {spec.name: TransactionFilter(RuleEngine(spec.rules, spec.settings), empty_transactions=KEEP)
                   for spec in topology.slaves}
     partial = dict.fromkeys(keeps, 0)
-    out: dict[str, dict[str, str]] = {name: {} for name in keeps}
+    out = dict.fromkeys(keeps, 0)
     scanner, fmt, seen = Scanner(str(directory)), None, 0
-    for chunk in _relay_chunks(directory):
+    for n, chunk in enumerate(_relay_chunks(directory)):
         if chunk.new_file:
             scanner = Scanner(str(directory / chunk.name))
         full = _FullChunk(scanner, chunk, fmt, True)
@@ -91,7 +94,9 @@ def collect(directory: Path, mb: int) -> dict[str, dict[str, str]]:
                             want = b"".join(e.raw for e in reference.events)
                             assert reference.outcome == PARTIAL and all(d == want for d in r.data), (name, k)
                             partial[name] += 1
-                        out[name][str(chunk.base + units.unit(k).start)] = _digest(r.data) + f" {list(r.units)}"
+                        out[name] += 1
+                        unit = f"{n} {name} {chunk.base + units.unit(k).start}"
+                        lines.write(f"{unit} {_digest(r.data)} {','.join(map(str, r.units))}\n")
                 k = start
                 while k < stop:  # runs: a run's bytes are its units'
                     r = _ask(units, made, k, stop, run_skips, crc)
@@ -111,16 +116,35 @@ def collect(directory: Path, mb: int) -> dict[str, dict[str, str]]:
     return out
 
 
-def compare(old: dict[str, dict[str, str]], new: dict[str, dict[str, str]]) -> int:
-    bad = 0
-    for name in old:
-        a, b = old[name], new[name]
-        both = a.keys() & b.keys()
-        differ = [k for k in both if a[k] != b[k]]
-        bad += len(differ) + len(a.keys() - b.keys())
-        print(f"{name}: {len(both)} units answered by both, {len(differ)} differ; "
-              f"{len(a.keys() - b.keys())} only by the old, {len(b.keys() - a.keys())} only by the new")
-    return 1 if bad else 0
+def _records(path: str) -> Iterator[tuple[tuple[int, str, int], str]]:
+    with open(path) as f:
+        for line in f:
+            n, name, at, rest = line.split(" ", 3)
+            yield (int(n), name, int(at)), rest
+
+
+def compare(old: str, new: str) -> int:
+    """The two files' units merged in order: per rule set, those both answered (and how many
+    differ), and those only one of them did."""
+    counts: dict[str, list[int]] = {}
+    a, b = _records(old), _records(new)
+    x, y = next(a, None), next(b, None)
+    while x is not None or y is not None:
+        if y is None or (x is not None and x[0] < y[0]):
+            counts.setdefault(x[0][1], [0, 0, 0, 0])[2] += 1  # type: ignore[index]
+            x = next(a, None)
+        elif x is None or y[0] < x[0]:
+            counts.setdefault(y[0][1], [0, 0, 0, 0])[3] += 1
+            y = next(b, None)
+        else:
+            c = counts.setdefault(x[0][1], [0, 0, 0, 0])
+            c[0] += 1
+            c[1] += x[1] != y[1]
+            x, y = next(a, None), next(b, None)
+    for name, (both, differ, only_old, only_new) in counts.items():
+        print(f"{name}: {both} units answered by both, {differ} differ; "
+              f"{only_old} only by the old, {only_new} only by the new")
+    return 1 if any(c[1] or c[2] for c in counts.values()) else 0
 
 
 def main() -> int:
@@ -130,10 +154,9 @@ def main() -> int:
     ap.add_argument("--compare", action="store_true")
     args = ap.parse_args()
     if args.compare:
-        return compare(*(json.loads(Path(p).read_text()) for p in args.paths))
-    found = collect(Path(args.paths[0]), args.mb)
-    Path(args.paths[1]).write_text(json.dumps(found))
-    print({name: len(units) for name, units in found.items()})
+        return compare(*args.paths)
+    with open(args.paths[1], "w") as lines:
+        print("units answered:", collect(Path(args.paths[0]), args.mb, lines))
     return 0
 
 
