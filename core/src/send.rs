@@ -47,10 +47,10 @@ pub struct SendOptions<'a> {
     /// Count only (`experiment`): what would be sent, its bytes and events and Heartbeats, with
     /// nothing assembled (no pieces, no Heartbeat bytes) and no Table_map or key tallies.
     pub count_only: bool,
-    /// Relay mode (`simulate --verify`): what the slave writes in its relay log of what the walk
-    /// sends, as its relay run writes it (`relay`): no Heartbeat; a placeholder form as its
-    /// framing (`relayed_form`); a unit kept in part as its kept events, whatever the policy
-    /// (slave-side filtering's expectation: `partial_ok` is asked of the caller).
+    /// Relay mode (`simulate --verify`, `relayed`): what the slave writes in its relay log of
+    /// what the walk sends, as its relay run (relay.rs) writes it: no Heartbeat; a placeholder
+    /// form as its framing (`relayed_form`); a unit kept in part as its kept events, whatever
+    /// the policy (slave-side filtering's expectation; `partial_ok` is the caller's to set).
     pub relay: bool,
 }
 
