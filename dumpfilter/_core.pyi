@@ -908,7 +908,7 @@ class RelayResult(_Record):
 @final
 class Relayed:
     """`relayed`: what a slave's relay logs hold of a run of the full stream's units (see
-    verify_forms::relayed)."""
+    send::relayed)."""
 
     @property
     def data(self) -> list[bytes]:
@@ -1257,10 +1257,12 @@ def statement_pieces(units: UnitList, n: int) -> StatementPieces:
     order, each its key id and its Query event's offset; a unit that is not one has none."""
 
 
-def relayed(units: UnitList, row: bytes, start: int, stop: int, skips: bytes, crc: bool) -> Relayed:
-    """`simulate --verify`'s expectation of a slave's relay logs (see verify_forms::relayed): what
-    a slave with answers `row` (`UnitList.rows`, `statement_rows`) relays of units[start:stop]
+def relayed(units: UnitList, row: bytes, keep: bytes, start: int, stop: int, skips: bytes, crc: bool,
+            stmt_keep: bytes | None = None) -> Relayed:
+    """`simulate --verify`'s expectation of a slave's relay logs, the send walk in relay mode (see
+    send::relayed): what a slave with answers `row` (`UnitList.rows`, `statement_rows`), keep
+    bytes `keep` per name id and `stmt_keep` per statement key id relays of units[start:stop]
     under each skip policy of `skips` (SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY; `crc`:
-    checksummed events): kept units as they are, skipped ones as the policy's form the slave
-    relays (after `statement_units`, a statement unit's framing), until the first unit it cannot
-    answer under all of them."""
+    checksummed events): kept units as they are, units kept in part as their kept events,
+    skipped ones as the policy's form the slave relays, until the first unit it cannot answer
+    under all of them."""

@@ -253,6 +253,7 @@ fn count_job(
         heartbeat_crc: job.crc,
         stmts,
         count_only: true,
+        relay: false,
     };
     // A statement unit's framing is its keys' to say: without them, the walk's own answer.
     let framed_all = stmts.is_some() || job.skip == SKIP_EMPTY;

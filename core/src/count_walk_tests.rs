@@ -54,6 +54,7 @@ fn options<'a>(
         heartbeat_crc: false,
         stmts,
         count_only: true,
+        relay: false,
     }
 }
 

@@ -38,7 +38,6 @@ pub mod types;
 pub mod unit_cut;
 pub mod unit_gtids;
 pub mod unit_list;
-pub mod verify_forms;
 
 #[cfg(test)]
 mod stretch_tests;

@@ -4,15 +4,18 @@
 //! Heartbeat event naming where the stretch ends, as `master`'s stream loop did unit run by unit
 //! run in Python. The segment (`unit_list::UnitList`) is built once from the scanner's records
 //! and shared by every stream; per stream there is only its answer byte per unit (`rows`) and
-//! this walk, which records what it sends as pieces (`sent::Sent`).
+//! this walk, which records what it sends as pieces (`sent::Sent`). Its modes: sending,
+//! counting (`count_only`, with `count_walk`) and relaying (`relay`: `simulate --verify`'s
+//! expectation of a slave's relay log).
 
+use crate::relay::placeholder_unit;
 use crate::rows::{ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
-use crate::scan::F_MARIADB_GTID;
+use crate::scan::{Unit, F_MARIADB_GTID};
 use crate::sent::Sent;
 use crate::skip_forms::{self, skipped, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
 use crate::stmt_units::StmtUnits;
 use crate::stretch::Stretch;
-use crate::unit_list::UnitList;
+use crate::unit_list::{ListedUnit, UnitList};
 
 pub struct SendOptions<'a> {
     /// Bytes already in the batch, and the size at which it is full (it is cut after the unit
@@ -44,6 +47,11 @@ pub struct SendOptions<'a> {
     /// Count only (`experiment`): what would be sent, its bytes and events and Heartbeats, with
     /// nothing assembled (no pieces, no Heartbeat bytes) and no Table_map or key tallies.
     pub count_only: bool,
+    /// Relay mode (`simulate --verify`, `relayed`): what the slave writes in its relay log of
+    /// what the walk sends, as its relay run (relay.rs) writes it: no Heartbeat; a placeholder
+    /// form as its framing (`relayed_form`); a unit kept in part as its kept events, whatever
+    /// the policy (slave-side filtering's expectation; `partial_ok` is the caller's to set).
+    pub relay: bool,
 }
 
 /// A unit kept in part: its kept bytes (a statement unit's), their ranges in its buffer, or
@@ -76,7 +84,8 @@ const FORM_AHEAD: usize = 8;
 /// and two fifths of a do-db slave's batch, grown by doubling they were copied again at each
 /// realloc); pages are touched as written.
 fn own_room(opt: &SendOptions) -> usize {
-    let forms = matches!(opt.skip, SKIP_PLACEHOLDER | SKIP_EMPTY) && !opt.count_only;
+    // (a relay run's forms are a GTID and a COMMIT or XID each: they grow as they come)
+    let forms = matches!(opt.skip, SKIP_PLACEHOLDER | SKIP_EMPTY) && !opt.count_only && !opt.relay;
     usize::from(forms) * opt.limit.saturating_sub(opt.batch_bytes).min(4 << 20) as usize
 }
 
@@ -120,6 +129,11 @@ pub fn walk(
     let mut flush = |owed: &mut Owed, s: &mut Sent, batch: &mut u64| {
         let size = match *owed {
             Owed::None => return,
+            _ if opt.relay => {
+                // (a Heartbeat is counted by the slave, never relayed)
+                *owed = Owed::None;
+                return;
+            }
             Owed::Given(raw) => {
                 if !opt.count_only {
                     s.own_piece(raw);
@@ -239,7 +253,8 @@ pub fn walk(
                         // and before it in the pieces (a form the walk cannot make leaves nothing
                         // behind).
                         let start = s.own.len();
-                        let out = match (opt.count_only, stretches) {
+                        let relayed = opt.relay && opt.skip == SKIP_PLACEHOLDER;
+                        let out = match (opt.count_only, stretches || relayed) {
                             (true, _) => None,
                             (false, true) => {
                                 form_bytes.clear();
@@ -279,6 +294,11 @@ pub fn walk(
                                 s.own_piece(&form_bytes);
                             }
                             batch += (s.own.len() - mark) as u64;
+                        } else if relayed {
+                            if !relayed_form(unit, &form_bytes, form.events, crc, &mut s.own) {
+                                break;
+                            }
+                            s.own_range(start);
                         } else {
                             let end = s.own.len();
                             flush(&mut owed, &mut s, &mut batch);
@@ -300,7 +320,7 @@ pub fn walk(
                     break;
                 }
             }
-            PARTIAL if opt.skip == SKIP_PLACEHOLDER => {
+            PARTIAL if opt.skip == SKIP_PLACEHOLDER && !opt.relay => {
                 // Kept in part under the placeholder policy: the kept statements as they are,
                 // every other event a placeholder (a MySQL GTID's transaction_length made anew).
                 if placeholder_kept(plan, i, buf, keep, opt, &mut ranges).is_none() {
@@ -367,6 +387,79 @@ pub fn walk(
         s.pending = Some(k);
     }
     s
+}
+
+/// What a slave's relay logs hold of plan.units[from..row.len()] under each skip policy of
+/// `skips` (`walk` in relay mode, `SendOptions::relay`; `crc`: the events carry checksums), with
+/// its answers `row`, keep bytes per name id and (with `st`, the list's statement units) per
+/// statement key id: one Sent per policy, each up to the first unit one of them cannot answer.
+pub fn relayed(
+    plan: &UnitList,
+    bufs: &[&[u8]],
+    st: Option<&StmtUnits>,
+    (row, keep, stmt_keep): (&[u8], &[u8], Option<&[u8]>),
+    from: usize,
+    skips: &[u8],
+    crc: bool,
+) -> Vec<Sent> {
+    let opt = |skip| SendOptions {
+        batch_bytes: 0,
+        limit: u64::MAX,
+        skip,
+        partial_ok: true,
+        runs: false,
+        stretches: false,
+        pending: None,
+        server_id: 0,
+        heartbeat_crc: crc,
+        stmts: st.zip(stmt_keep),
+        count_only: false,
+        relay: true,
+    };
+    let mut end = row.len().min(plan.units.len());
+    let mut out: Vec<Sent> = Vec::with_capacity(skips.len());
+    for &skip in skips {
+        let s = walk(plan, bufs, &row[..end], keep, from, &opt(skip));
+        end = end.min(s.next);
+        out.push(s);
+    }
+    // (a policy walked before one that stopped sooner: again, to where that one stopped)
+    for (s, &skip) in out.iter_mut().zip(skips) {
+        if s.next > end {
+            *s = walk(plan, bufs, &row[..end], keep, from, &opt(skip));
+        }
+    }
+    out
+}
+
+/// Skipped unit `u`'s placeholder form (`form`, of `events` events) as the slave relays it,
+/// appended to `out`: a MariaDB unit's GTID and XID, its placeholders dropped (the relay run's
+/// `placeholder_unit`); a MySQL unit's framing, its GTID's transaction_length counting what is
+/// left (`skip_forms::relayed_placeholders`). False, `out` as it was, for any other form (a
+/// statement unit's, a skipped DDL's): the caller's reference takes the unit.
+fn relayed_form(u: &ListedUnit, form: &[u8], events: u64, crc: bool, out: &mut Vec<u8>) -> bool {
+    if u.flags & F_MARIADB_GTID == 0 {
+        let at = out.len();
+        let made = skip_forms::relayed_placeholders(form, crc, out);
+        out.truncate(if made.is_some() { out.len() } else { at });
+        return made.is_some();
+    }
+    // The unit the master sent, as the slave's relay run reads it.
+    let sent = Unit {
+        start: 0,
+        end: form.len(),
+        events: events as u32,
+        kind: u.kind,
+        flags: u.flags,
+        gtid_size: u.gtid_size,
+        ..Unit::default()
+    };
+    let Some(p) = placeholder_unit(form, &sent) else {
+        return false;
+    };
+    out.extend_from_slice(&form[p.gtid.0..p.gtid.1]);
+    out.extend_from_slice(&form[p.xid.0..p.xid.1]);
+    true
 }
 
 /// The byte ranges of unit i (of `buf`) a stream keeps in part, for the placeholder policy, into
@@ -462,7 +555,7 @@ fn count(plan: &UnitList, i: usize, j: usize, opt: &SendOptions, s: &mut Sent) {
     let sums = plan.sums();
     s.read_bytes += sums.bytes[j] - sums.bytes[i];
     s.read_events += sums.events[j] - sums.events[i];
-    if opt.count_only {
+    if opt.count_only || opt.relay {
         return;
     }
     if let Some((st, _)) = opt.stmts {

@@ -41,6 +41,7 @@ fn forms_follow_the_owed_heartbeat_and_a_form_not_made_leaves_nothing() {
             heartbeat_crc: false,
             stmts: None,
             count_only: false,
+            relay: false,
         };
         let row = [SKIP; 3];
         let s = walk(&list, &[&buf], &row, &[], 0, &opt);
@@ -75,4 +76,70 @@ fn forms_follow_the_owed_heartbeat_and_a_form_not_made_leaves_nothing() {
             "{skip}: counting makes nothing"
         );
     }
+}
+
+/// The relay mode (`relayed`, `simulate --verify`'s expectation of a slave's relay logs): a unit
+/// kept as it is under every policy; a skipped one as nothing (heartbeat: no Heartbeat is
+/// relayed), its GTID and XID (placeholder: the slave drops the placeholders) or its empty
+/// transaction; every policy stops at the first unit one of them cannot answer (here a lone DDL,
+/// whose placeholder form the slave's relay run does not take).
+#[test]
+fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
+    let mut buf = Vec::new();
+    let mut units = Vec::new();
+    for sql in ["UPDATE t SET a=1", "UPDATE t SET a=2"] {
+        let (mut u, _) = unit(&mut buf, &[sql]);
+        u.flags |= F_FAST;
+        units.push(u);
+    }
+    let start = buf.len();
+    buf.extend(crate::test_events::event_from(162, 7, 0, &[0u8; 13]));
+    let gtid_size = (buf.len() - start) as u32;
+    let ddl = b"\0\0\0\0\0\0\0\0\0\0\0\0\0DROP TABLE t";
+    buf.extend(crate::test_events::event_from(2, 7, 0, ddl));
+    units.push(crate::scan::Unit {
+        start,
+        end: buf.len(),
+        events: 2,
+        gtid_size,
+        flags: units[0].flags & !F_FAST,
+        ..units[0]
+    });
+    let mut list = UnitList::default();
+    list.add(b"f", 0, &units, &[]);
+    let (kept, skipped) = (&buf[units[0].start..units[0].end], &list.units[1]);
+    let skips = [SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY];
+    let answers = (&[KEEP, SKIP, SKIP][..], &[][..], None);
+    let walks = relayed(&list, &[&buf], None, answers, 0, &skips, false);
+    let out = |s: &Sent| {
+        let mut out = vec![0u8; s.out_len];
+        s.fill(&[&buf], &mut out);
+        out
+    };
+    assert!(walks.iter().all(|s| s.next == 2), "the DDL is the caller's");
+    assert_eq!(
+        out(&walks[0]),
+        kept,
+        "heartbeat: nothing for the skipped unit"
+    );
+    let gtid = &buf[skipped.start()..skipped.start() + skipped.gtid_size as usize];
+    let xid = &buf[skipped.end() - HEADER_LEN - 8..skipped.end()];
+    assert_eq!(out(&walks[1]), [kept, gtid, xid].concat(), "placeholder");
+    let mut empty = kept.to_vec();
+    skip_forms::skipped(
+        skipped,
+        &buf,
+        SKIP_EMPTY,
+        false,
+        false,
+        None,
+        Some(&mut empty),
+    )
+    .unwrap();
+    assert_eq!(out(&walks[2]), empty, "empty transaction");
+    let heartbeat = relayed(&list, &[&buf], None, answers, 0, &skips[..1], false);
+    assert_eq!(
+        heartbeat[0].next, 3,
+        "alone, the heartbeat policy takes the DDL"
+    );
 }

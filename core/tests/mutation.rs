@@ -502,6 +502,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         heartbeat_crc: rng.below(2) == 0,
         stmts: Some((&st, &skeep)),
         count_only: false,
+        relay: false,
     };
     let sent_from = rng.below(out.units.len() + 1);
     let bufs = [&data[..out.stop.max(start)]];
@@ -783,6 +784,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
         heartbeat_crc: true,
         stmts: None,
         count_only: false,
+        relay: false,
     };
     // From the first transaction on (unit 0 is the FDE, a control unit the caller sends).
     let sent = walk(&plan, &[&data], &row, &keep, 1, &opt);

@@ -9,14 +9,14 @@ filtering empties is part of the expectation: the policy says it (`SkipPolicy.re
 
 Two ways answer it, with the same verdicts. The compiled way (`_verify_compiled`) answers the
 full stream's units from each slave's own rules through the core (`UnitList.rows`, statement
-keys), compares each run of units kept whole or skipped whole (in the form each skip policy
-relays, made by the core: `_core.relayed`) with what the slave received as one byte range, and
-hands only the units the core declines to the slave's Python reference filter. The Python way
-(`_verify_python`) reads every relay log event by event (`relay_transactions`, this check's one
-reader of relay logs as Transactions) and filters each transaction of the full stream; it answers
-for a slave the compiled way does not take (replicate-rewrite-db, a master policy restricting it)
-or declines (a relay log it cannot read whole, a unit cut by a file's end, any difference: the
-Python way names each one).
+keys), compares each run of units (kept whole, kept in part, or skipped whole in the form each
+skip policy relays: the send walk in relay mode, `_core.relayed`) with what the slave received
+as one byte range, and hands only the units the core declines to the slave's Python reference
+filter. The Python way (`_verify_python`) reads every relay log event by event
+(`relay_transactions`, this check's one reader of relay logs as Transactions) and filters each
+transaction of the full stream; it answers for a slave the compiled way does not take
+(replicate-rewrite-db, a master policy restricting it) or declines (a relay log it cannot read
+whole, a unit cut by a file's end, any difference: the Python way names each one).
 
 MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
 the master sent it. Under the placeholder policy that count includes the placeholders the slave

@@ -1,20 +1,21 @@
 """simulate --verify's compiled way (see `equivalence`): the full stream's units answered for each
-slave by the core from the slave's own rules, each run of units kept or skipped whole compared
-with what the slave received under each skip policy as one byte range, and only the units the
-core declines handed to the slave's Python reference filter. It declines a slave it cannot answer
-for, whose verdict the Python way gives.
+slave by the core from the slave's own rules, each run of them compared with what the slave
+received under each skip policy as one byte range, and only the units the core declines handed to
+the slave's Python reference filter. It declines a slave it cannot answer for, whose verdict the
+Python way gives.
 
 The full stream's units are answered by the core from each slave's rules (its keep byte per table
 name, `UnitList.rows`; per statement key, `UnitList.statement_rows`), and what each of its relay
-logs holds for a run of them is made by the core too (`_core.relayed`, core/src/verify_forms.rs):
-a unit every table of which the rules keep is relayed byte for byte, whatever the skip policy; a
-unit no table of which they keep leaves its policy's form as the slave relays it (nothing under
-heartbeat; the GTID and XID of the placeholder policy's unit; the empty transaction), made by the
-core's one maker of those forms (skip_forms.rs). Each run is compared at once with what the slave
-received. Every other unit (control events, DDL, units kept in part, statements the keys do not
-read, a form the core does not make: a transaction payload's, a skipped DDL's placeholder) goes through the
-slave's Python reference filter, in stream order. What a slave received is read as one byte
-string: its relay log's units back to back."""
+logs holds for a run of them is made by the send walk in relay mode (`_core.relayed`,
+core/src/send.rs): a unit every table of which the rules keep is relayed byte for byte, whatever
+the skip policy; a unit kept in part as its kept events (slave-side filtering's); a unit no table
+of which they keep leaves its policy's form as the slave relays it (nothing under heartbeat; the
+GTID and XID of the placeholder policy's unit; the empty transaction), made by the core's one
+maker of those forms (skip_forms.rs). Each run is compared at once with what the slave received.
+Every other unit (control events, DDL, statements the keys do not read, a unit the walk does not
+cut, a form the core does not make: a transaction payload's, a skipped DDL's placeholder) goes
+through the slave's Python reference filter, in stream order. What a slave received is read as
+one byte string: its relay log's units back to back."""
 
 from __future__ import annotations
 
@@ -224,8 +225,8 @@ class _SlaveWalk:
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
         """Units start..stop of a chunk (no Format_description before `stop` - 1), run by the one
         driver (rules.walk_driver) with this slave's keep table: each run the core answers under
-        every skip policy of the slave (units kept whole as they are, units skipped whole as the
-        form the policy relays: `_core.relayed`) compared at once with what each relay log
+        every skip policy of the slave (units kept whole as they are, units kept in part as their
+        kept events, units skipped whole as the form the policy relays: `_core.relayed`) compared at once with what each relay log
         received (`run`), the unit that ends it fed to the reference (`step`)."""
         self.full, self.stop = chunk, stop
         fmt = chunk.fmt_at(start)
@@ -233,7 +234,7 @@ class _SlaveWalk:
         self.run_skips = self.skips if fmt is not None else bytes(
             s if s == SKIP_HEARTBEAT else SKIP_STOP for s in self.skips)
         self.crc = fmt is not None and fmt.checksum_len > 0
-        self._row: tuple[KeyRows | None, bytes] | None = None  # the units' answers, made with these keys
+        self._row: tuple[KeyRows | None, bytes, bytes, bytes | None] | None = None  # answers, keep bytes
         self._declined = -1  # where the core last stopped: the reference's unit
         self.driver.drive(self, stop, start)
 
@@ -249,9 +250,11 @@ class _SlaveWalk:
         units = self.full.units
         made = self._row
         if made is None or made[0] is not keys:
-            row = units.rows(self.keeps.tables(self.full.names))
-            made = self._row = (keys, row if keys is None else units.statement_rows(row, keys.keep))
-        run = _core.relayed(units, made[1], at, self.stop, self.run_skips, self.crc)
+            keep = self.keeps.tables(self.full.names)
+            row = units.rows(keep)
+            row, stmt_keep = (row, None) if keys is None else (units.statement_rows(row, keys.keep), keys.keep)
+            made = self._row = (keys, row, keep, stmt_keep)
+        run = _core.relayed(units, made[1], made[2], at, self.stop, self.run_skips, self.crc, made[3])
         self._declined = run.next
         if run.next > at:
             result = self.result

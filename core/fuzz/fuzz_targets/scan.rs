@@ -246,20 +246,19 @@ fuzz_target!(|data: &[u8]| {
     assert!(at_marks.tagged.iter().all(|&k| k < marks.len()));
     // What verify expects a slave's relay logs to hold, under every skip policy at once.
     let skips = [1u8, 2, 3];
-    let relayed = _core::verify_forms::relayed(
+    let relayed = _core::send::relayed(
         &plan,
         &[&buf[..]],
         None,
-        &row,
+        (&row, &keep, None),
         0,
-        row.len(),
         &skips,
         opt.crc,
     );
-    assert!(relayed.next <= out.units.len() && relayed.pieces.len() == skips.len());
-    for (p, len) in relayed.len.iter().enumerate() {
-        let mut bytes = vec![0u8; *len];
-        relayed.fill(p, &[&buf[..]], &mut bytes);
+    assert!(relayed.len() == skips.len() && relayed.iter().all(|s| s.next == relayed[0].next));
+    for s in &relayed {
+        let mut bytes = vec![0u8; s.out_len];
+        s.fill(&[&buf[..]], &mut bytes);
     }
     // Every unit's skip forms (MariaDB and MySQL: a MySQL GTID's transaction_length rewritten),
     // made or counted alike, and what a slave relays of a placeholder form.
@@ -305,6 +304,7 @@ fuzz_target!(|data: &[u8]| {
         heartbeat_crc: control & 16 != 0,
         stmts: None,
         count_only: false,
+        relay: false,
     };
     let sent = walk(&plan, &[&buf[..out.stop]], &row, &keep, 0, &sopt);
     let mut sent_out = vec![0u8; sent.out_len];

@@ -502,6 +502,7 @@ impl PyUnitList {
             heartbeat_crc: config.heartbeat_crc,
             stmts: self.stmts.get().zip(stmt_keep),
             count_only: false,
+            relay: false,
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));

@@ -1,9 +1,10 @@
-//! `_core.relayed` (see verify_forms::relayed): what a slave's relay logs hold of a run of the
-//! full stream's units under its skip policies, for `simulate --verify`.
+//! `_core.relayed` (send::relayed): what a slave's relay logs hold of a run of the full stream's
+//! units under its skip policies, the send walk in relay mode, for `simulate --verify`.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyList;
 
+use super::sent::filled_bytes;
 use super::unit_list::PyUnitList;
 
 /// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
@@ -15,36 +16,40 @@ pub(super) struct Relayed {
     next: usize,
 }
 
-/// What a slave with answers `row` (from `UnitList.rows`, `statement_rows`) relays of
-/// units[start..stop] of `units` under each skip policy of `skips` (`SKIP_*`; `crc`: the events
-/// carry checksums), until the first unit it cannot answer under all of them (see
-/// verify_forms::relayed): `simulate --verify`'s expectation of its relay logs.
+/// What a slave with answers `row` (from `UnitList.rows`, `statement_rows`), keep bytes `keep`
+/// per name id and `stmt_keep` per statement key id relays of units[start..stop] of `units`
+/// under each skip policy of `skips` (`SKIP_*`; `crc`: the events carry checksums), until the
+/// first unit it cannot answer under all of them (see send::relayed): `simulate --verify`'s
+/// expectation of its relay logs.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (units, row, start, stop, skips, crc))]
+#[pyo3(signature = (units, row, keep, start, stop, skips, crc, stmt_keep = None))]
 pub(super) fn relayed(
     py: Python<'_>,
     units: PyRef<'_, PyUnitList>,
     row: &[u8],
+    keep: &[u8],
     start: usize,
     stop: usize,
     skips: &[u8],
     crc: bool,
+    stmt_keep: Option<&[u8]>,
 ) -> PyResult<Relayed> {
     let bufs: Vec<&[u8]> = units.bufs.iter().map(|b| b.bytes(py)).collect();
     let (list, st) = (&units.list, units.stmts.get());
-    let r =
-        py.detach(|| crate::verify_forms::relayed(list, &bufs, st, row, start, stop, skips, crc));
-    // Each policy's bytes copied once, straight into its bytes object.
+    let row = &row[..stop.min(row.len())];
+    let answers = (row, keep, stmt_keep);
+    let walks = py.detach(|| crate::send::relayed(list, &bufs, st, answers, start, skips, crc));
     let data = PyList::empty(py);
-    for (p, len) in r.len.iter().enumerate() {
-        data.append(PyBytes::new_with(py, *len, |out| {
-            r.fill(p, &bufs, out);
-            Ok(())
-        })?)?;
+    for s in &walks {
+        data.append(filled_bytes(py, s, &bufs)?)?;
     }
     Ok(Relayed {
         data: data.unbind(),
-        units: r.units,
-        next: r.next,
+        units: walks
+            .iter()
+            .map(|s| s.kept + s.partial + s.skip_units)
+            .collect(),
+        next: walks.first().map_or(start, |s| s.next),
     })
 }

@@ -1,9 +1,9 @@
 """`simulate --verify` answers the full stream's units through the compiled core (issue #60, goal
 4: the Python reference filter was most of verify's time): on a real MariaDB MIXED binlog (sysbench's
 write shapes, cross-database statements, row-logged UUID() inserts, DDL), every slave's units kept
-whole, and skipped whole under every skip policy (nothing in a heartbeat stream, the placeholder
-unit's framing, the empty transaction: the core's forms), are answered by the core from the slave's
-own rules, and only the rest by the Python reference filter; the verdicts are the transaction-by-
+whole, kept in part (their kept events), and skipped whole under every skip policy (nothing in a
+heartbeat stream, the placeholder unit's framing, the empty transaction: the core's forms), are
+answered by the core's send walk in relay mode from the slave's own rules, and only the rest by the Python reference filter; the verdicts are the transaction-by-
 transaction way's, and a relay log that lacks a transaction, or a skipped unit's form, is told as
 that way tells it. Over generated relay logs of every format, flavour and skip policy, split over
 many files or cut, the compiled way gives the Python way's verdicts or declines (the Python way then
@@ -20,9 +20,12 @@ from dumpfilter.binlogs.files import binlog_listing
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.lab.simulate import run_simulation
-from dumpfilter.lab.simulate.equivalence import _verify_python, verify_slaves
+from dumpfilter.lab.simulate import verify_compiled
+from dumpfilter.lab.simulate.equivalence import _verify_python, relay_transactions, verify_slaves
 from dumpfilter.lab.simulate.verify_compiled import _verify_compiled
 from dumpfilter.lab.simulate.streams import EVERYTHING
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.transaction_filter import KEEP, PARTIAL, TransactionFilter
 from dumpfilter.topology import parse_topology
 
 from tests.spark_jobs.test_experiment_statement_tables import _workload
@@ -196,3 +199,30 @@ def test_both_ways_agree_over_every_policy_format_and_flavor(tmp_path, monkeypat
     tampered = [(spec, {"heartbeat": cut}, None, None)]
     assert _verify_compiled(full, tampered) == [None]
     assert [v.to_json() for v in verify_slaves(full, tampered)] == [v.to_json() for v in _verify_python(full, tampered)]
+
+
+@pytest.mark.parametrize(("fmt", "flavor", "seed"), [("row", "mysql", 17), ("mixed", "mariadb", 2909)])
+def test_units_kept_in_part_are_predicted_by_the_send_walk(tmp_path, monkeypatch, fmt, flavor, seed):
+    """A unit a slave's rules keep in part (a transaction that writes an ignored schema and
+    another) is predicted by the send walk in relay mode under every skip policy, as its kept
+    events: the Python reference filter is handed none of them, and the verdicts stay the Python
+    way's."""
+    from tests.lab.simulate.test_simulate_verify import _toml
+
+    topology = parse_topology(_toml(fmt, flavor, seed, SPLIT_SLAVES[:2]))
+    result = run_simulation(topology, None, verify=True, progress=False, keep_work=tmp_path / "work",
+                            console=Console(file=None, quiet=True))
+    assert result.ok
+    fed: list[object] = []
+    feed = verify_compiled._SlaveWalk.feed
+    monkeypatch.setattr(verify_compiled._SlaveWalk, "feed", lambda walk, txn: (fed.append(txn), feed(walk, txn))[1])
+    full, checks = _checks(topology, result, ("heartbeat", "placeholder", "empty-transaction"))
+    spec = checks[1][0]  # replicate-wild-ignore-table=db3.%
+    compiled = _verify_compiled(full, checks[1:])
+    assert compiled[0] is not None
+    assert compiled[0].to_json() == _verify_python(full, checks[1:])[0].to_json()
+    reference = TransactionFilter(RuleEngine(spec.rules, spec.settings), empty_transactions=KEEP)
+    assert not [txn for txn in fed if reference.filter(txn).outcome == PARTIAL]
+    # (the units kept in part are there, and the core took them)
+    reference = TransactionFilter(RuleEngine(spec.rules, spec.settings), empty_transactions=KEEP)
+    assert sum(reference.filter(txn).outcome == PARTIAL for txn in relay_transactions(full)) > 10
