@@ -17,6 +17,7 @@ use crate::stmt_units::StmtUnits;
 use crate::stretch::Stretch;
 use crate::unit_list::{ListedUnit, UnitList};
 
+#[derive(Default)]
 pub struct SendOptions<'a> {
     /// Bytes already in the batch, and the size at which it is full (it is cut after the unit
     /// that fills it, as the reference path cuts).

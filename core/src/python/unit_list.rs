@@ -501,8 +501,7 @@ impl PyUnitList {
             server_id: config.server_id,
             heartbeat_crc: config.heartbeat_crc,
             stmts: self.stmts.get().zip(stmt_keep),
-            count_only: false,
-            relay: false,
+            ..SendOptions::default()
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
