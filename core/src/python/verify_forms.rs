@@ -1,6 +1,7 @@
 //! `_core.relayed` (see verify_forms::relayed): what a slave's relay logs hold of a run of the
 //! full stream's units under its skip policies, for `simulate --verify`.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -8,8 +9,10 @@ use super::unit_list::PyUnitList;
 
 /// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
 /// run and the units that left them; `next`, the first unit not answered.
+#[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "Relayed")]
 pub(super) struct Relayed {
+    #[gen_stub(override_type(type_repr = "list[bytes]"))]
     data: Py<PyList>,
     units: Vec<u64>,
     next: usize,
@@ -19,6 +22,7 @@ pub(super) struct Relayed {
 /// units[start..stop] of `units` under each skip policy of `skips` (`SKIP_*`; `crc`: the events
 /// carry checksums), until the first unit it cannot answer under all of them (see
 /// verify_forms::relayed): `simulate --verify`'s expectation of its relay logs.
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (units, row, start, stop, skips, crc))]
 pub(super) fn relayed(
