@@ -2,7 +2,8 @@
 #   make demo   run the main job (dumpfilter simulate --verify) on the built-in default (LISTEN=, DEMO_ARGS=)
 #   make test   run the checks (make lint), then every test (unit, property, gRPC, Spark, real MariaDB)
 #   make lint   ruff, mypy (strict on every package), stubtest (_core.pyi against the built core),
-#               cargo clippy -D warnings
+#               the stub against what the Rust generates, cargo clippy -D warnings
+#   make stubs  write dumpfilter/_core.pyi from the core's Rust (pyo3-stub-gen)
 #   make bench  run the benchmarks (ratios against same-process baselines)
 #   make fuzz   fuzz the compiled core's scanner for FUZZ_SECONDS (cargo fuzz)
 
@@ -20,7 +21,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-fast lint clippy-component bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test test-fast lint stubs clippy-component bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
@@ -87,25 +88,31 @@ demo: setup
 # The checks (issue #46, "checked habits"): each one runs even when an earlier one failed, and the
 # last line names the ones that failed. ruff and mypy come from the test extra (pyproject.toml);
 # clippy from rustup (added to the toolchain when it is missing). Both feature sets of the core are
-# linted: the pure scanner (cargo test's) and the Python extension (`python`, pip's build).
-# mypy's stubtest holds dumpfilter/_core.pyi to the core `setup` built (issue #80 goal 5): every
-# name the module exports, each parameter's name, kind and default, classes final at run time; with
-# no allowlist (--strict-type-check-only: a stub-only class is marked @type_check_only). A compiled
-# function's signature carries names and defaults, not the Rust's types: the parameter and return
-# types stay mypy's to check against their callers.
+# linted: the pure scanner (cargo test's) and the Python extension with its stub's (`stubs`).
+# dumpfilter/_core.pyi is generated from the Rust (issue #80 goal 5): its types and docstrings are
+# core/src/python/'s, read by pyo3-stub-gen (feature `stubs`, the stub_gen binary: `make stubs`);
+# lint fails when the committed stub is not what the Rust makes. mypy's stubtest then holds it to
+# the core `setup` built: every name the module exports, each parameter's name, kind and default,
+# classes final at run time, with no allowlist.
+STUB_GEN := cd core && PYO3_PYTHON="$(abspath $(PY))" cargo run --quiet --release --features stubs --bin stub_gen
+stubs: setup
+	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
+
 lint: setup clippy-component
 	@failed=""; \
 	echo "lint: ruff check ."; $(VENV)/bin/ruff check . || failed="$$failed ruff"; \
 	echo "lint: mypy (pyproject's [tool.mypy])"; $(VENV)/bin/mypy || failed="$$failed mypy"; \
 	echo "lint: stubtest dumpfilter._core (the core's stub against the built module)"; \
 	$(PY) -m mypy.stubtest --strict-type-check-only dumpfilter._core || failed="$$failed stubtest"; \
-	echo "lint: cargo clippy --all-targets -- -D warnings"; \
-	(cd core && cargo clippy --quiet --all-targets -- -D warnings) || failed="$$failed clippy"; \
-	echo "lint: cargo clippy --all-targets --features python -- -D warnings"; \
-	(cd core && PYO3_PYTHON="$(abspath $(PY))" cargo clippy --quiet --all-targets --features python -- -D warnings) \
-	  || failed="$$failed clippy(python)"; \
+	echo "lint: dumpfilter/_core.pyi is what \`make stubs\` writes"; \
+	($(STUB_GEN) | diff -u ../dumpfilter/_core.pyi -) || failed="$$failed stubs"; \
+	echo "lint: cargo clippy --workspace --all-targets -- -D warnings"; \
+	(cd core && cargo clippy --quiet --workspace --all-targets -- -D warnings) || failed="$$failed clippy"; \
+	echo "lint: cargo clippy --all-targets --features stubs -- -D warnings"; \
+	(cd core && PYO3_PYTHON="$(abspath $(PY))" cargo clippy --quiet --all-targets --features stubs -- -D warnings) \
+	  || failed="$$failed clippy(stubs)"; \
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
-	echo "lint: ruff, mypy, stubtest and clippy are clean"
+	echo "lint: ruff, mypy, stubtest, the stub and clippy are clean"
 
 clippy-component:
 	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

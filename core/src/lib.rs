@@ -46,3 +46,5 @@ mod test_events;
 
 #[cfg(feature = "python")]
 mod python;
+#[cfg(feature = "stubs")]
+pub use python::stubs::stub_info;

@@ -10,6 +10,15 @@ use pyo3::types::PyBytes;
 use crate::rows;
 use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
 
+/// Adds each constant to the module (with `stubs`, declares it `Final[int]` in the stub too).
+macro_rules! constants {
+    ($m:ident, $($name:ident = $value:expr,)*) => {$(
+        #[cfg(feature = "stubs")]
+        pyo3_stub_gen::module_variable!("dumpfilter._core", stringify!($name), $crate::python::stubs::FinalInt);
+        $m.add(stringify!($name), $value)?;
+    )*};
+}
+
 mod facts;
 mod flag_words;
 mod functions;
@@ -20,6 +29,8 @@ mod scanner;
 mod sent;
 mod split;
 mod stmt_pieces;
+#[cfg(feature = "stubs")]
+pub(crate) mod stubs;
 mod unit_list;
 mod unit_list_counts;
 mod unit_list_reads;
@@ -120,33 +131,36 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unit_list_reads::mysql_gtids_at, m)?)?;
     m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
     m.add_function(wrap_pyfunction!(stmt_pieces::statement_pieces, m)?)?;
-    m.add("UNIT_WORDS", UNIT_WORDS)?;
-    m.add("F_FAST", scan::F_FAST)?;
-    m.add("F_COMPLETE", scan::F_COMPLETE)?;
-    m.add("KEEP_DROP", crate::keep::KEEP_DROP)?;
-    m.add("KEEP_KEEP", crate::keep::KEEP_KEEP)?;
-    m.add("KEEP_ASK", crate::keep::KEEP_ASK)?;
-    m.add("KIND_INSERT", crate::stmt::KIND_INSERT)?;
-    m.add("KIND_REPLACE", crate::stmt::KIND_REPLACE)?;
-    m.add("KIND_UPDATE", crate::stmt::KIND_UPDATE)?;
-    m.add("KIND_DELETE", crate::stmt::KIND_DELETE)?;
-    m.add("KIND_INSERT_SELECT", crate::stmt::KIND_INSERT_SELECT)?;
-    m.add("KIND_REPLACE_SELECT", crate::stmt::KIND_REPLACE_SELECT)?;
-    m.add("ROW_SKIP", rows::ROW_SKIP)?;
-    m.add("ROW_PARTIAL", rows::ROW_PARTIAL)?;
-    m.add("ROW_KEEP", rows::ROW_KEEP)?;
-    m.add("ROW_SLOW", rows::ROW_SLOW)?;
-    m.add("SKIP_STOP", crate::skip_forms::SKIP_STOP)?;
-    m.add("SKIP_HEARTBEAT", crate::skip_forms::SKIP_HEARTBEAT)?;
-    m.add("SKIP_PLACEHOLDER", crate::skip_forms::SKIP_PLACEHOLDER)?;
-    m.add("SKIP_EMPTY", crate::skip_forms::SKIP_EMPTY)?;
-    m.add("F_ROTATE_END", scan::F_ROTATE_END)?;
-    m.add("F_HAS_FDE", scan::F_HAS_FDE)?;
-    m.add("F_MARIADB_GTID", scan::F_MARIADB_GTID)?;
-    m.add("F_MYSQL_GTID", scan::F_MYSQL_GTID)?;
-    m.add("F_TAGGED_GTID", scan::F_TAGGED_GTID)?;
-    m.add("F_ANONYMOUS_GTID", scan::F_ANONYMOUS_GTID)?;
-    m.add("F_UNKNOWN_NON_IGNORABLE", scan::F_UNKNOWN_NON_IGNORABLE)?;
-    m.add("F_PAYLOAD", scan::F_PAYLOAD)?;
+    constants!(
+        m,
+        UNIT_WORDS = UNIT_WORDS,
+        F_FAST = scan::F_FAST,
+        F_COMPLETE = scan::F_COMPLETE,
+        KEEP_DROP = crate::keep::KEEP_DROP,
+        KEEP_KEEP = crate::keep::KEEP_KEEP,
+        KEEP_ASK = crate::keep::KEEP_ASK,
+        KIND_INSERT = crate::stmt::KIND_INSERT,
+        KIND_REPLACE = crate::stmt::KIND_REPLACE,
+        KIND_UPDATE = crate::stmt::KIND_UPDATE,
+        KIND_DELETE = crate::stmt::KIND_DELETE,
+        KIND_INSERT_SELECT = crate::stmt::KIND_INSERT_SELECT,
+        KIND_REPLACE_SELECT = crate::stmt::KIND_REPLACE_SELECT,
+        ROW_SKIP = rows::ROW_SKIP,
+        ROW_PARTIAL = rows::ROW_PARTIAL,
+        ROW_KEEP = rows::ROW_KEEP,
+        ROW_SLOW = rows::ROW_SLOW,
+        SKIP_STOP = crate::skip_forms::SKIP_STOP,
+        SKIP_HEARTBEAT = crate::skip_forms::SKIP_HEARTBEAT,
+        SKIP_PLACEHOLDER = crate::skip_forms::SKIP_PLACEHOLDER,
+        SKIP_EMPTY = crate::skip_forms::SKIP_EMPTY,
+        F_ROTATE_END = scan::F_ROTATE_END,
+        F_HAS_FDE = scan::F_HAS_FDE,
+        F_MARIADB_GTID = scan::F_MARIADB_GTID,
+        F_MYSQL_GTID = scan::F_MYSQL_GTID,
+        F_TAGGED_GTID = scan::F_TAGGED_GTID,
+        F_ANONYMOUS_GTID = scan::F_ANONYMOUS_GTID,
+        F_UNKNOWN_NON_IGNORABLE = scan::F_UNKNOWN_NON_IGNORABLE,
+        F_PAYLOAD = scan::F_PAYLOAD,
+    );
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `_core.statement_facts`: a statement's facts (see facts::facts) as named records, for
 //! `rules.statement_facts`. Names are bytes, a name's database None where the text gives none.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
@@ -28,7 +29,7 @@ records! {
 
     /// A SET column of a multi-table UPDATE: its qualifier's parts (None: none) and the column.
     SetColumn = "SetColumn" {
-        qualifier: Option<Vec<Vec<u8>>>,
+        qualifier: Option<Vec<Vec<u8>>> as Option<Vec<Py<PyBytes>>>,
         column: Py<PyBytes>,
     }
 
@@ -44,7 +45,7 @@ records! {
         timing: &'static str,
         event: &'static str,
         /// TriggerWrite in body order; None: a CALL or dynamic SQL could write more.
-        writes: Option<Py<PyList>>,
+        writes: Option<Py<PyList>> as Option<Vec<TriggerWrite>>,
     }
 
     /// The object a statement without a table list changes: its type and name.
@@ -58,23 +59,23 @@ records! {
         /// The `rules.statement_info.Kind` value.
         kind: &'static str,
         /// QualifiedName per table updated.
-        updated: Py<PyList>,
+        updated: Py<PyList> as Vec<QualifiedName>,
         /// QualifiedName per table read, in order (Python drops the updated ones, repeats, aliases).
-        read: Py<PyList>,
+        read: Py<PyList> as Vec<QualifiedName>,
         temporary: bool,
         if_exists: bool,
         db_name: Option<Py<PyBytes>>,
         /// Rename per pair.
-        renames: Py<PyList>,
+        renames: Py<PyList> as Vec<Rename>,
         trigger: Option<Py<QualifiedName>>,
         /// TableReference per reference (multi-table UPDATE and DELETE, CREATE ... SELECT).
-        refs: Py<PyList>,
+        refs: Py<PyList> as Vec<TableReference>,
         /// SetColumn per SET column.
-        set_columns: Py<PyList>,
+        set_columns: Py<PyList> as Vec<SetColumn>,
         /// DELETE's targets, each as its name's parts.
-        targets: Vec<Vec<Vec<u8>>>,
+        targets: Vec<Vec<Vec<u8>>> as Vec<Vec<Py<PyBytes>>>,
         /// CREATE TABLE's column names (lower-cased), where the core reads them all.
-        columns: Option<Vec<Vec<u8>>>,
+        columns: Option<Vec<Vec<u8>>> as Option<Vec<Py<PyBytes>>>,
         trigger_def: Option<Py<TriggerDefinition>>,
         target: Option<Py<ObjectTarget>>,
     }
@@ -83,7 +84,7 @@ records! {
     /// a database None: the body's), each once, and the pieces the general path reads, as byte spans
     /// [starts[k], ends[k]) of the text.
     BodyReach = "BodyReach" {
-        tables: Py<PyList>,
+        tables: Py<PyList> as Vec<QualifiedName>,
         starts: Vec<usize>,
         ends: Vec<usize>,
     }
@@ -113,6 +114,7 @@ fn qnames<'py>(py: Python<'py>, names: &[QName]) -> PyResult<Py<PyList>> {
 
 /// A statement's facts (see facts::facts) for `rules.statement_facts`; None where Python's
 /// parser reads it.
+#[stub]
 #[pyfunction]
 pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<StatementFacts>> {
     let Some(f) = crate::facts::facts(sql) else {
@@ -192,6 +194,7 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
 /// The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body (see
 /// body_reach::body_reach; `form`: body_reach::FORM_*); None where the general path reads the
 /// whole text.
+#[stub]
 #[pyfunction]
 pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Option<BodyReach>> {
     let Some(r) = crate::body_reach::body_reach(sql, form) else {
@@ -206,6 +209,7 @@ pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Optio
 }
 
 /// Whether `sql`'s parentheses close (see facts::parens_close); None where Python's lexer reads it.
+#[stub]
 #[pyfunction]
 pub(super) fn parens_close(sql: &[u8]) -> Option<bool> {
     crate::facts::parens_close(sql)
@@ -217,8 +221,11 @@ pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
     m.add_function(wrap_pyfunction!(parens_close, m)?)?;
     m.add_function(wrap_pyfunction!(body_reach, m)?)?;
-    m.add("BODY_TRIGGER", crate::body_reach::FORM_TRIGGER)?;
-    m.add("BODY_EVENT", crate::body_reach::FORM_EVENT)?;
-    m.add("BODY_ROUTINE", crate::body_reach::FORM_ROUTINE)?;
+    constants!(
+        m,
+        BODY_TRIGGER = crate::body_reach::FORM_TRIGGER,
+        BODY_EVENT = crate::body_reach::FORM_EVENT,
+        BODY_ROUTINE = crate::body_reach::FORM_ROUTINE,
+    );
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! `_core.FlagWords`: the master's flag words per (db, table), computed by Python on a miss.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use pyo3::{PyTraverseError, PyVisit};
@@ -12,6 +13,7 @@ use crate::flags::{self, FlagWords};
 /// `compute` is a bound method of the Python object that holds this one: a cycle, which
 /// Python's collector sees only through `__traverse__` (without it, every master made and
 /// dropped in one process stayed alive, with its segment cache's mappings and descriptors).
+#[stub]
 #[pyclass(module = "dumpfilter._core", name = "FlagWords")]
 pub(super) struct PyFlagWords {
     inner: FlagWords,
@@ -42,16 +44,21 @@ impl PyFlagWords {
     }
 }
 
+#[stub]
 #[pymethods]
 impl PyFlagWords {
     #[new]
-    fn new(compute: Py<PyAny>) -> Self {
+    fn new(
+        #[gen_stub(override_type(type_repr = "collections.abc.Callable[[str, str], bytes]", imports = ("collections.abc")))]
+        compute: Py<PyAny>,
+    ) -> Self {
         PyFlagWords {
             inner: FlagWords::default(),
             compute: Some(compute),
         }
     }
 
+    #[gen_stub(skip)]
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Some(compute) = &self.compute {
             visit.call(compute)?;
@@ -59,6 +66,7 @@ impl PyFlagWords {
         Ok(())
     }
 
+    #[gen_stub(skip)]
     fn __clear__(&mut self) {
         self.compute = None;
     }
@@ -72,7 +80,7 @@ impl PyFlagWords {
     /// bytes for `UnitList.rows`.
     fn keep<'py>(
         slf: &Bound<'py, Self>,
-        names: &Bound<'py, PyList>,
+        #[gen_stub(override_type(type_repr = "list[tuple[str, str]]"))] names: &Bound<'py, PyList>,
         bit: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let mut out = Vec::with_capacity(names.len());

@@ -1,6 +1,7 @@
 //! The module's free functions: one-shot byte work on a buffer (CRC, Heartbeat, payloads,
 //! renumbering, statement words) and the slave's relay run.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView, PySlice};
@@ -22,6 +23,7 @@ use std::collections::HashMap;
 use crate::{hops, payload, sql};
 
 /// A Heartbeat event for (file, pos), as the master sends one (see heartbeat::heartbeat).
+#[stub]
 #[pyfunction]
 pub(super) fn heartbeat<'py>(
     py: Python<'py>,
@@ -39,6 +41,7 @@ pub(super) fn heartbeat<'py>(
 /// classes with a nonzero sum. A stream's statements answered by key, counted per class of rule
 /// hits once per segment (master.decide.statement_keys' `settle`), not by iterating its counts
 /// in Python for each class.
+#[stub]
 #[pyfunction]
 pub(super) fn class_sums(counts: &Bound<'_, PyByteArray>, classes: &[u8]) -> HashMap<u8, u64> {
     let mut sums = [0u64; 256];
@@ -55,6 +58,7 @@ pub(super) fn class_sums(counts: &Bound<'_, PyByteArray>, classes: &[u8]) -> Has
 
 /// `code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when
 /// that was all of them, else the indices it set (see rows::mark_slow).
+#[stub]
 #[pyfunction]
 pub(super) fn mark_slow<'py>(
     py: Python<'py>,
@@ -68,6 +72,7 @@ pub(super) fn mark_slow<'py>(
 }
 
 /// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (body, max_out = 1 << 30))]
 pub(super) fn payload_bytes<'py>(
@@ -83,6 +88,7 @@ pub(super) fn payload_bytes<'py>(
 
 /// The statements of a fast unit's body buf[body:end] (see hops::statements): a StatementEnd
 /// each, or None for the reference path.
+#[stub]
 #[pyfunction]
 pub(super) fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<StatementEnd>> {
     hops::statements(buf, body, end).map(|found| {
@@ -100,6 +106,7 @@ pub(super) fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<Stat
 /// Renumbers the whole events of buf[start:stop] in place for output offset `base` (see
 /// assemble::renumber); returns the last non-zero timestamp and the offsets of FDEs left to the
 /// caller.
+#[stub]
 #[pyfunction]
 pub(super) fn renumber(
     buf: &Bound<'_, PyByteArray>,
@@ -120,6 +127,7 @@ pub(super) fn renumber(
 
 /// `rules.statements.plain_statement` for a statement's UTF-8 bytes, None where Python must
 /// answer (text with non-ASCII bytes or a leading comment; see sql::plain_statement).
+#[stub]
 #[pyfunction]
 pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
     sql::plain_statement(sql)
@@ -129,6 +137,7 @@ pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
 /// stmt::dml_shape), or None where Python's parser decides. `escaped`: as the walk reads a Query
 /// whose status variables say backslash escapes and a client character set in which a backslash
 /// byte is always one (sql::Literals::EscapedPlainBytes).
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (sql, escaped = false))]
 pub(super) fn statement_key(py: Python<'_>, sql: &[u8], escaped: bool) -> Option<StatementShape> {
@@ -148,6 +157,7 @@ pub(super) fn statement_key(py: Python<'_>, sql: &[u8], escaped: bool) -> Option
 /// read-only view of a mapping) with the stream's `scanner`: `Scanner.walk` over the Query and
 /// Query_compressed events, handing out of them only those Python must see (sql::query_for_python:
 /// may be a schema statement, or its decoding may refuse it), and every FDE.
+#[stub]
 #[pyfunction]
 pub(super) fn schema_candidates<'py>(
     py: Python<'py>,
@@ -195,6 +205,7 @@ pub(super) fn schema_candidates<'py>(
 }
 
 /// Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
+#[stub]
 #[pyfunction]
 pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
     hops::foreign_log_pos(buf, off)
@@ -203,6 +214,7 @@ pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
 /// A bare header hop over buf[off:] (bytes, a bytearray or a memoryview of a mapping): the events
 /// and where it stopped, the end of the last whole event (the benchmarks' compiled baseline, and
 /// where a file's whole events end).
+#[stub]
 #[pyfunction]
 pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
     let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
@@ -218,6 +230,7 @@ pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
 
 /// The last non-zero timestamp of the whole events in `buf` (bytes, a bytearray or a memoryview;
 /// 0: none): what a writer dates a Rotate with after writing them (assemble::last_timestamp).
+#[stub]
 #[pyfunction]
 pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
     let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
@@ -235,6 +248,7 @@ pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
 /// One event with its database renamed `db` and, a Table_map's, its table `table` (see
 /// rename_db::rename_event; `post`: its kind's post-header length): the renamed event, None where
 /// it names no database; ValueError where it cannot be read.
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (event, db, table, post, crc_len))]
 pub(super) fn rename_event<'py>(
@@ -262,6 +276,7 @@ type Renames = (HashMap<Vec<u8>, Vec<u8>>, usize, usize);
 /// `renames` (with `lone`): replicate-rewrite-db's names, (the master's database name -> the
 /// one applied, EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths): the units relayed with
 /// their names renamed (rename_db), the run stopping at a name the map lacks.
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (scanner, buf, start, keep, lone = None, stmt_keep = None, renames = None))]
 #[allow(clippy::too_many_arguments)]
@@ -273,6 +288,7 @@ pub(super) fn relay_run<'py>(
     keep: &[u8],
     lone: Option<(usize, usize)>,
     stmt_keep: Option<&[u8]>,
+    #[gen_stub(override_type(type_repr = "tuple[dict[bytes, bytes], int, int] | None"))]
     renames: Option<Renames>,
 ) -> PyResult<RelayResult> {
     let data = buf.as_bytes();
@@ -344,6 +360,7 @@ pub(super) fn relay_run<'py>(
 
 /// A batch's events framed for a real replica (see replica::frame): None where the batch needs
 /// the per-event way.
+#[stub]
 #[pyfunction]
 pub(super) fn replica_frames(
     py: Python<'_>,
@@ -374,6 +391,7 @@ pub(super) fn replica_frames(
 /// unit_list::UnitList::heap_bytes), its statement units and those a scan thread built ahead. What
 /// the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
 /// segment's statement units are about twice its records.
+#[stub]
 #[pyfunction]
 pub(super) fn held_bytes(list: PyRef<'_, PyUnitList>) -> usize {
     let ahead = list.ahead.lock().unwrap_or_else(|e| e.into_inner());

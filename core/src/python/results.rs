@@ -6,15 +6,21 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 /// Frozen pyclasses, each `$name` (Python name `$py`) with a getter per field and the tuple
-/// protocol over its fields in order; and `add_records`, which adds them all to the module.
+/// protocol over its fields in order; and `add_records`, which adds them all to the module. A
+/// field's stub type is its Rust type's, or the one after `as` (a list's items: `Vec<T>`).
 macro_rules! records {
-    ($($(#[$doc:meta])* $name:ident = $py:literal { $($(#[$fdoc:meta])* $field:ident: $ty:ty,)* })*) => {
+    ($($(#[doc = $doc:literal])* $name:ident = $py:literal {
+        $($(#[doc = $fdoc:literal])* $field:ident: $ty:ty $(as $stub:ty)?,)*
+    })*) => {
         $(
-        $(#[$doc])*
+        $(#[doc = $doc])*
         #[pyclass(frozen, get_all, module = "dumpfilter._core", name = $py)]
         pub(super) struct $name {
-            $($(#[$fdoc])* pub(super) $field: $ty,)*
+            $($(#[doc = $fdoc])* pub(super) $field: $ty,)*
         }
+
+        #[cfg(feature = "stubs")]
+        super::stubs::record!($name = $py, [$($doc),*] { $($field: $ty $(as $stub)?, [$($fdoc),*];)* });
 
         impl $name {
             /// The fields in order, as a tuple.
@@ -92,7 +98,7 @@ records! {
         /// The fast units' Table_map name ids, u32 little-endian.
         tables: Py<PyBytes>,
         /// The names (TableName) interned since the last call (ids continue from before).
-        new_names: Py<PyList>,
+        new_names: Py<PyList> as Vec<TableName>,
         /// Buffer offset after the last unit handed out.
         stop: usize,
         /// Events in the units handed out.
@@ -110,7 +116,7 @@ records! {
 
     /// `UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
     ScanResult = "ScanResult" {
-        new_names: Py<PyList>,
+        new_names: Py<PyList> as Vec<TableName>,
         stop: usize,
         events: u64,
         last_rotate: i64,
@@ -210,7 +216,7 @@ records! {
     RelayResult = "RelayResult" {
         /// The bytes to relay: the buffer given (all of it relayed), a memoryview of one
         /// stretch of it, or bytes.
-        out: Py<PyAny>,
+        out: Py<PyAny> as super::stubs::BytesOrView,
         /// The first unit not handled.
         next: usize,
         /// Units relayed (heartbeats not counted), their events and bytes.
@@ -220,7 +226,7 @@ records! {
         /// Lone Heartbeats passed over.
         heartbeats: u64,
         /// The lone statements copied whose text the slave's check reads (LoneText).
-        lone: Py<PyList>,
+        lone: Py<PyList> as Vec<LoneText>,
         /// Placeholders dropped from the units relayed.
         placeholders: u64,
         /// What the statement keys answered (the statement units relayed).
@@ -262,7 +268,7 @@ records! {
     /// What a walk answered by statement keys (stmt_units::ByKeys): KeyUse per key used, the
     /// statement units and the statements.
     KeysUsed = "KeysUsed" {
-        uses: Py<PyList>,
+        uses: Py<PyList> as Vec<KeyUse>,
         units: u64,
         statements: u64,
     }
@@ -291,7 +297,7 @@ records! {
     /// `UnitList.mysql_gtids`: a range of units' MySQL GTIDs as runs, and the units whose
     /// (tagged) GTID the caller decodes.
     MysqlGtids = "MysqlGtids" {
-        runs: Py<PyList>,
+        runs: Py<PyList> as Vec<GtidRun>,
         tagged: Vec<usize>,
     }
 
@@ -313,9 +319,9 @@ records! {
     /// `UnitList.lone_queries`: the lone-statement units of a segment.
     LoneQueries = "LoneQueries" {
         /// LoneGroup per default database, the units whose SQL is plain.
-        plain: Py<PyList>,
+        plain: Py<PyList> as Vec<LoneGroup>,
         /// LoneQuery per other unit, in order.
-        others: Py<PyList>,
+        others: Py<PyList> as Vec<LoneQuery>,
     }
 
     /// A statement key met for the first time (by a scanner's walk, or in a segment's statement
@@ -330,7 +336,7 @@ records! {
 
     /// `UnitList.statement_units`: the keys (StatementKey), and the units they decide.
     StatementUnits = "StatementUnits" {
-        keys: Py<PyList>,
+        keys: Py<PyList> as Vec<StatementKey>,
         units: usize,
     }
 
@@ -392,7 +398,7 @@ records! {
         /// The replica's moved position, None when it did not move.
         moved: Option<u64>,
         /// DomainSeq per GTID domain.
-        gtids: Py<PyList>,
+        gtids: Py<PyList> as Vec<DomainSeq>,
         master_pos: u64,
         counted: u64,
     }
@@ -442,7 +448,7 @@ records! {
         /// The first unit not handled.
         next: usize,
         /// RouteOutput per output.
-        outputs: Py<PyList>,
+        outputs: Py<PyList> as Vec<RouteOutput>,
         /// Units written to two counted outputs or more.
         multi: u64,
         /// Units no output keeps.

@@ -1,6 +1,7 @@
 //! `_core.Scanner`: the scanner's state across the buffers of one stream, and the calls that
 //! walk a buffer with it (units, walk) or build output from its last units (assemble).
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -20,6 +21,7 @@ use crate::stmt_units::{ByKeys, StmtUnits};
 /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
 /// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), whether only
 /// units kept whole are taken, and whether the GTID events written are reported (a series).
+#[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "AssembleConfig")]
 pub(super) struct AssembleConfig {
     pub(super) renumber: bool,
@@ -31,12 +33,14 @@ pub(super) struct AssembleConfig {
     /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
     /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
     /// EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths to read them with.
+    #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))]
     pub(super) renames: Option<Py<PyDict>>,
     pub(super) query_post: usize,
     pub(super) load_post: usize,
     pub(super) table_map_post: usize,
 }
 
+#[stub]
 #[pymethods]
 impl AssembleConfig {
     #[new]
@@ -49,7 +53,9 @@ impl AssembleConfig {
         commit_body: Py<PyBytes>,
         whole_only: bool,
         gtids: bool,
-        renames: Option<Py<PyDict>>,
+        #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))] renames: Option<
+            Py<PyDict>,
+        >,
         query_post: usize,
         load_post: usize,
         table_map_post: usize,
@@ -70,6 +76,7 @@ impl AssembleConfig {
 }
 
 /// Scanner state across the buffers of one stream: the format in force and interned names.
+#[stub]
 #[pyclass(module = "dumpfilter._core", name = "Scanner")]
 pub(super) struct PyScanner {
     pub(super) inner: Scanner,
@@ -109,6 +116,7 @@ impl PyScanner {
     }
 }
 
+#[stub]
 #[pymethods]
 impl PyScanner {
     #[new]

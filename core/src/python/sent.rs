@@ -2,6 +2,7 @@
 //! `SendResult`, its bytes as one new bytes object filled without the GIL, its tallies added
 //! into the caller's bytearrays.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -74,6 +75,7 @@ unsafe impl Send for Dst {}
 /// the bytes already in the batch, the size at which it is full, whether placeholders in a
 /// row are written as one (`placeholder_runs`) and skipped units in a row as one stretch
 /// (`skip_stretches`): a gRPC slave that asked for them.
+#[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "SendConfig")]
 pub(super) struct SendConfig {
     pub(super) skip: u8,
@@ -86,6 +88,7 @@ pub(super) struct SendConfig {
     pub(super) limit: u64,
 }
 
+#[stub]
 #[pymethods]
 impl SendConfig {
     #[new]

@@ -1,6 +1,7 @@
 //! `_core.split_route` and `_core.gtid_marks`: split's routing walk over a scanner's last units
 //! and the GTID events a series' next state needs (see split.rs).
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
@@ -19,6 +20,7 @@ use crate::{split, split_mysql};
 /// copied as it is. `schemas` (by schema: each output's schema, utf-8) gives a MySQL copy's
 /// BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the next unit index, a RouteOutput per output, units
 /// written to two counted outputs or more, units no output keeps.
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, framing = false, schemas = None))]
 #[allow(clippy::type_complexity, clippy::too_many_arguments)]
@@ -89,6 +91,7 @@ pub(super) fn split_route<'py>(
 
 /// Offsets (packed u64) of the GTID events of buf[start..stop] (a bytearray: the series
 /// writer's block) a series' next GTID state needs.
+#[stub]
 #[pyfunction]
 pub(super) fn gtid_marks<'py>(
     py: Python<'py>,

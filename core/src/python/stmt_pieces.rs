@@ -1,6 +1,7 @@
 //! `_core.statement_pieces` (see stmt_units::StmtUnits::statements_into): the keyed statements of
 //! a UnitList's statement units, by unit, for `lint` to answer them key by key.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -8,6 +9,7 @@ use pyo3::types::PyBytes;
 use super::unit_list::PyUnitList;
 
 /// `statement_pieces`' answer, packed little-endian arrays.
+#[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "StatementPieces")]
 pub(super) struct StatementPieces {
     /// u32 per unit and one more: unit k's statements are [bounds[k], bounds[k + 1]).
@@ -20,6 +22,7 @@ pub(super) struct StatementPieces {
 
 /// The keyed statements of `units[:n]` (after `UnitList.statement_units`): a unit that is not
 /// a statement unit by keys has none.
+#[stub]
 #[pyfunction]
 pub(super) fn statement_pieces(
     py: Python<'_>,

@@ -2,6 +2,7 @@
 //! buffers its units lie in; scanned into (on a thread, or not), read back unit by unit, and
 //! sent from per stream (`UnitList.send`).
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
@@ -24,6 +25,7 @@ use crate::unit_list::UnitList;
 
 /// A segment of the master's binlog as every stream walks it (see unit_list::UnitList): the units of
 /// one or more scans, with the read buffers they lie in.
+#[stub]
 #[pyclass(module = "dumpfilter._core", name = "UnitList")]
 pub(super) struct PyUnitList {
     pub(super) list: UnitList,
@@ -117,6 +119,7 @@ impl PyUnitList {
     }
 }
 
+#[stub]
 #[pymethods]
 impl PyUnitList {
     #[new]
@@ -390,6 +393,7 @@ impl PyUnitList {
 
     /// `rows` for many slaves (their keep bytes), over one read of the units (see
     /// rows::rows_many): a list of answer bytes, in order.
+    #[gen_stub(override_return_type(type_repr = "list[bytes]"))]
     fn rows_many<'py>(&self, py: Python<'py>, keeps: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
         let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
         let out = py.detach(|| self.list.rows_many(&refs));

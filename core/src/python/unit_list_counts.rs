@@ -5,6 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -19,6 +20,7 @@ use crate::unit_list::UnitList;
 /// bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
 /// limit not read), the size of a Heartbeat it still owes (0: none), and its keep byte per
 /// statement key id (None: statement units not cut by key).
+#[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "CountJob")]
 pub(super) struct CountJob {
     row: Py<PyBytes>,
@@ -28,6 +30,7 @@ pub(super) struct CountJob {
     stmt_keep: Option<Py<PyBytes>>,
 }
 
+#[stub]
 #[pymethods]
 impl CountJob {
     #[new]

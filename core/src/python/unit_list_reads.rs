@@ -3,6 +3,7 @@
 //! stream's statement units and annotations need (`statement_rows`, `annotations_unshown`), and
 //! the test a gated stream's keys stand on (`reaches_key_alone`), and its MySQL GTIDs' runs.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
@@ -112,6 +113,7 @@ pub(super) fn annotations_unshown(
 
 /// Whether statement `sql` reaches only its key's table (gate_reach::reaches_key_alone): what a
 /// gated stream's key answers stand on (tests hold it to rules.policy_bound).
+#[stub]
 #[pyfunction]
 pub(super) fn reaches_key_alone(sql: &[u8]) -> bool {
     crate::gate_reach::text_reaches_key_alone(sql)
@@ -131,6 +133,7 @@ pub(super) fn mysql_gtids(
 
 /// The GTIDs a series writer's block holds at `marks` (packed u64 offsets; see
 /// gtid_runs::mysql_gtids_at): `buf` is the block, bytes or a bytearray.
+#[stub]
 #[pyfunction]
 pub(super) fn mysql_gtids_at(
     py: Python<'_>,

@@ -1,6 +1,7 @@
 //! `_core.relayed` (send::relayed): what a slave's relay logs hold of a run of the full stream's
 //! units under its skip policies, the send walk in relay mode, for `simulate --verify`.
 
+use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -9,8 +10,10 @@ use super::unit_list::PyUnitList;
 
 /// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
 /// run and the units that left them; `next`, the first unit not answered.
+#[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "Relayed")]
 pub(super) struct Relayed {
+    #[gen_stub(override_type(type_repr = "list[bytes]"))]
     data: Py<PyList>,
     units: Vec<u64>,
     next: usize,
@@ -22,6 +25,7 @@ pub(super) struct Relayed {
 /// first unit it cannot answer under all of them (see send::relayed): `simulate --verify`'s
 /// expectation of its relay logs.
 #[allow(clippy::too_many_arguments)]
+#[stub]
 #[pyfunction]
 #[pyo3(signature = (units, row, keep, start, stop, skips, crc, stmt_keep = None))]
 pub(super) fn relayed(
