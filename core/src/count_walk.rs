@@ -6,6 +6,8 @@
 //! stream, not once per stream: 64 candidates each walked every skipped unit's form). A unit
 //! kept in part, or one no form is made for, goes through `send::walk` alone.
 
+use std::sync::{Arc, Mutex};
+
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
 use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
@@ -386,3 +388,35 @@ fn add(s: &mut Sent, t: &Sent) {
 #[cfg(test)]
 #[path = "count_walk_tests.rs"]
 mod tests;
+
+/// The skipped units' forms a list has made, per policy (made at the first count under it).
+#[derive(Default)]
+pub struct FormsCache(Mutex<Vec<Arc<Forms>>>);
+
+impl FormsCache {
+    /// The forms under each of `policies` (placeholder and empty-transaction ones only), the
+    /// missing ones made in one read of the units.
+    pub fn get(
+        &self,
+        list: &UnitList,
+        bufs: &[&[u8]],
+        st: Option<&StmtUnits>,
+        policies: &[(u8, bool)],
+    ) -> Vec<Arc<Forms>> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut missing: Vec<(u8, bool)> = Vec::new();
+        for &(skip, crc) in policies {
+            let known = held.iter().any(|f| (f.skip, f.crc) == (skip, crc));
+            let formed = matches!(skip, SKIP_PLACEHOLDER | SKIP_EMPTY);
+            if formed && !known && !missing.contains(&(skip, crc)) {
+                missing.push((skip, crc));
+            }
+        }
+        held.extend(
+            Forms::make(list, bufs, st, &missing)
+                .into_iter()
+                .map(Arc::new),
+        );
+        held.clone()
+    }
+}

@@ -9,14 +9,14 @@ use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::results::{
-    statement_keys, CountResult, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementTables,
-    StatementUnits, TableBytes, TimeCut, UnitEnd, UnitEntry,
+    statement_keys, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementUnits, UnitEnd,
+    UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
-use super::unit_list_counts::{self, CountJob, FormsCache};
 use super::{check_off, error_field};
+use crate::count_walk::FormsCache;
 use crate::gate_reads::GateReads;
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions};
@@ -48,7 +48,7 @@ pub(super) struct PyUnitList {
     #[pyo3(get)]
     unit_statements_ahead: usize,
     /// The skipped units' forms `count` and `count_many` made, per skip policy.
-    forms: FormsCache,
+    pub(super) forms: FormsCache,
 }
 
 /// The bytes below which `scan_start` scans at once, on the calling thread (without the GIL),
@@ -515,90 +515,5 @@ impl PyUnitList {
             add_counts(unsafe { key_tally.as_bytes_mut() }, &s.key_counts);
         }
         Ok(send_result(out, &s))
-    }
-
-    /// A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
-    /// `seconds` bucket (see tally::time_cuts).
-    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<TimeCut> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        crate::tally::time_cuts(&self.list, &bufs, seconds)
-            .into_iter()
-            .map(|(unit, bucket)| TimeCut { unit, bucket })
-            .collect()
-    }
-
-    /// Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
-    /// units' framing bytes, the other units' bytes (see tally::table_bytes).
-    fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let list = &self.list;
-        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
-            .into()
-    }
-
-    /// The latest timestamp of the units' events, as their scans read them (0: none).
-    fn max_timestamp(&self) -> u32 {
-        self.list.latest
-    }
-
-    /// The statement units' bytes among units[..n] by group of keys, after `statement_units`
-    /// (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
-    fn statement_tables(
-        &self,
-        py: Python<'_>,
-        group_of: Vec<u32>,
-        table_of: Vec<u32>,
-        n: usize,
-    ) -> StatementTables {
-        let (empty, list) = (StmtUnits::default(), &self.list);
-        let st = self.stmts.get().unwrap_or(&empty);
-        let t = py.detach(|| crate::tally::statement_tables(list, st, &group_of, &table_of, n));
-        StatementTables {
-            payload: t.payload,
-            envelope: t.envelope,
-            framing: t.framing,
-            other: t.other,
-            first: t.first,
-            left: t.left,
-        }
-    }
-
-    /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
-    /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
-    /// the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
-    /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
-    /// statement key id, for statement units kept in part (cut at statements), after
-    /// `statement_units`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
-    fn count(
-        &self,
-        py: Python<'_>,
-        row: &[u8],
-        keep: &[u8],
-        start: usize,
-        config: PyRef<'_, SendConfig>,
-        pending: usize,
-        stmt_keep: Option<&[u8]>,
-    ) -> SendResult {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let lists = (&self.list, &bufs[..], self.stmts.get());
-        let (answers, forms) = ((row, keep, stmt_keep), &self.forms);
-        unit_list_counts::count(py, lists, forms, answers, start, &config, pending)
-    }
-
-    /// Every job's `count` from unit `starts[0]` to the end of the list, in one call, cut into
-    /// time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
-    /// `carry` bytes), after `statement_units` (see count_walk::count_many).
-    fn count_many(
-        &self,
-        py: Python<'_>,
-        jobs: Vec<PyRef<'_, CountJob>>,
-        starts: Vec<usize>,
-        carry: usize,
-    ) -> PyResult<Vec<CountResult>> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let lists = (&self.list, &bufs[..], self.stmts.get());
-        unit_list_counts::count_many(py, lists, &self.forms, &jobs, &starts, carry)
     }
 }

@@ -1,20 +1,20 @@
 //! The count mode of the Python UnitList (count_walk): every stream a caller counts over a
 //! segment in one call (`UnitList.count_many`: `experiment`'s slaves, a master's shadow
 //! candidates), or one (`UnitList.count`), with the skipped units' forms made once per segment
-//! and policy, kept beside the list for every later call (`FormsCache`).
+//! and policy, kept beside the list for every later call (`count_walk::FormsCache`); and the tallies a count
+//! cuts and sums by (`time_cuts`, `table_bytes`, `statement_tables`).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::results::{CountResult, SendResult};
+use super::results::{CountResult, SendResult, StatementTables, TableBytes, TimeCut};
 use super::sent::{send_result, SendConfig};
+use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
-use crate::skip_forms::{SKIP_EMPTY, SKIP_PLACEHOLDER};
 use crate::stmt_units::StmtUnits;
-use crate::unit_list::UnitList;
 
 /// One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows`), keep
 /// bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
@@ -52,107 +52,136 @@ impl CountJob {
     }
 }
 
-/// The skipped units' forms a list has made, per policy (made at the first count under it).
-#[derive(Default)]
-pub(super) struct FormsCache(Mutex<Vec<Arc<Forms>>>);
-
-impl FormsCache {
-    /// The forms under each of `policies` (placeholder and empty-transaction ones only), the
-    /// missing ones made in one read of the units.
-    fn get(
-        &self,
-        list: &UnitList,
-        bufs: &[&[u8]],
-        st: Option<&StmtUnits>,
-        policies: &[(u8, bool)],
-    ) -> Vec<Arc<Forms>> {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let mut missing: Vec<(u8, bool)> = Vec::new();
-        for &(skip, crc) in policies {
-            let known = held.iter().any(|f| (f.skip, f.crc) == (skip, crc));
-            let formed = matches!(skip, SKIP_PLACEHOLDER | SKIP_EMPTY);
-            if formed && !known && !missing.contains(&(skip, crc)) {
-                missing.push((skip, crc));
-            }
-        }
-        held.extend(
-            Forms::make(list, bufs, st, &missing)
-                .into_iter()
-                .map(Arc::new),
-        );
-        held.clone()
+#[stub]
+#[pymethods]
+impl PyUnitList {
+    /// A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
+    /// `seconds` bucket (see tally::time_cuts).
+    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<TimeCut> {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        crate::tally::time_cuts(&self.list, &bufs, seconds)
+            .into_iter()
+            .map(|(unit, bucket)| TimeCut { unit, bucket })
+            .collect()
     }
-}
 
-/// `UnitList.count_many` over `list` (its parts' buffers `bufs`, statement units `st`).
-pub(super) fn count_many(
-    py: Python<'_>,
-    (list, bufs, st): (&UnitList, &[&[u8]], Option<&StmtUnits>),
-    cache: &FormsCache,
-    jobs: &[PyRef<'_, CountJob>],
-    starts: &[usize],
-    carry: usize,
-) -> PyResult<Vec<CountResult>> {
-    let jobs: Vec<Job> = jobs
-        .iter()
-        .map(|j| {
-            let config = j.config.get();
-            Job {
-                row: j.row.as_bytes(py),
-                keep: j.keep.as_bytes(py),
-                stmt_keep: j.stmt_keep.as_ref().map(|k| k.as_bytes(py)),
-                skip: config.skip,
-                partial_ok: config.partial_ok,
-                crc: config.heartbeat_crc,
-                owed: j.owed,
-            }
-        })
-        .collect();
-    let policies: Vec<(u8, bool)> = jobs.iter().map(|j| (j.skip, j.crc)).collect();
-    let counted = py.detach(|| {
-        let forms = cache.get(list, bufs, st, &policies);
-        let forms: Vec<&Forms> = forms.iter().map(Arc::as_ref).collect();
-        count_walk::count_many(list, bufs, st, &jobs, (starts, carry), &forms)
-    });
-    counted
-        .into_iter()
-        .map(|c| {
-            let walk = send_result(PyBytes::new(py, b"").unbind(), &c.sent);
-            Ok(CountResult {
-                walk: Py::new(py, walk)?,
-                read_by_bucket: c.read_by_bucket,
-                sent_by_bucket: c.sent_by_bucket,
+    /// Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
+    /// units' framing bytes, the other units' bytes (see tally::table_bytes).
+    fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let list = &self.list;
+        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
+            .into()
+    }
+
+    /// The latest timestamp of the units' events, as their scans read them (0: none).
+    fn max_timestamp(&self) -> u32 {
+        self.list.latest
+    }
+
+    /// The statement units' bytes among units[..n] by group of keys, after `statement_units`
+    /// (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
+    fn statement_tables(
+        &self,
+        py: Python<'_>,
+        group_of: Vec<u32>,
+        table_of: Vec<u32>,
+        n: usize,
+    ) -> StatementTables {
+        let (empty, list) = (StmtUnits::default(), &self.list);
+        let st = self.stmts.get().unwrap_or(&empty);
+        let t = py.detach(|| crate::tally::statement_tables(list, st, &group_of, &table_of, n));
+        StatementTables {
+            payload: t.payload,
+            envelope: t.envelope,
+            framing: t.framing,
+            other: t.other,
+            first: t.first,
+            left: t.left,
+        }
+    }
+
+    /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
+    /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
+    /// the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
+    /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
+    /// statement key id, for statement units kept in part (cut at statements), after
+    /// `statement_units`.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
+    fn count(
+        &self,
+        py: Python<'_>,
+        row: &[u8],
+        keep: &[u8],
+        start: usize,
+        config: PyRef<'_, SendConfig>,
+        pending: usize,
+        stmt_keep: Option<&[u8]>,
+    ) -> SendResult {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let (list, st) = (&self.list, self.stmts.get());
+        let job = Job {
+            row,
+            keep,
+            stmt_keep,
+            skip: config.skip,
+            partial_ok: config.partial_ok,
+            crc: config.heartbeat_crc,
+            owed: pending,
+        };
+        let s = py.detach(|| {
+            let forms = self.forms.get(list, &bufs, st, &[(job.skip, job.crc)]);
+            let forms: Vec<&Forms> = forms.iter().map(Arc::as_ref).collect();
+            let got = count_walk::count_many(list, &bufs, st, &[job], (&[start], 0), &forms);
+            got.into_iter().next().map(|c| c.sent).unwrap_or_default()
+        });
+        send_result(PyBytes::new(py, b"").unbind(), &s)
+    }
+
+    /// Every job's `count` from unit `starts[0]` to the end of the list, in one call, cut into
+    /// time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
+    /// `carry` bytes), after `statement_units` (see count_walk::count_many).
+    fn count_many(
+        &self,
+        py: Python<'_>,
+        jobs: Vec<PyRef<'_, CountJob>>,
+        starts: Vec<usize>,
+        carry: usize,
+    ) -> PyResult<Vec<CountResult>> {
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let (list, st) = (&self.list, self.stmts.get());
+        let jobs: Vec<Job> = jobs
+            .iter()
+            .map(|j| {
+                let config = j.config.get();
+                Job {
+                    row: j.row.as_bytes(py),
+                    keep: j.keep.as_bytes(py),
+                    stmt_keep: j.stmt_keep.as_ref().map(|k| k.as_bytes(py)),
+                    skip: config.skip,
+                    partial_ok: config.partial_ok,
+                    crc: config.heartbeat_crc,
+                    owed: j.owed,
+                }
             })
-        })
-        .collect()
-}
-
-/// `UnitList.count`: one stream from unit `start`, owing a Heartbeat of `pending` bytes.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn count(
-    py: Python<'_>,
-    lists: (&UnitList, &[&[u8]], Option<&StmtUnits>),
-    cache: &FormsCache,
-    (row, keep, stmt_keep): (&[u8], &[u8], Option<&[u8]>),
-    start: usize,
-    config: &SendConfig,
-    pending: usize,
-) -> SendResult {
-    let (list, bufs, st) = lists;
-    let job = Job {
-        row,
-        keep,
-        stmt_keep,
-        skip: config.skip,
-        partial_ok: config.partial_ok,
-        crc: config.heartbeat_crc,
-        owed: pending,
-    };
-    let s = py.detach(|| {
-        let forms = cache.get(list, bufs, st, &[(job.skip, job.crc)]);
-        let forms: Vec<&Forms> = forms.iter().map(Arc::as_ref).collect();
-        let got = count_walk::count_many(list, bufs, st, &[job], (&[start], 0), &forms);
-        got.into_iter().next().map(|c| c.sent).unwrap_or_default()
-    });
-    send_result(PyBytes::new(py, b"").unbind(), &s)
+            .collect();
+        let policies: Vec<(u8, bool)> = jobs.iter().map(|j| (j.skip, j.crc)).collect();
+        let counted = py.detach(|| {
+            let forms = self.forms.get(list, &bufs, st, &policies);
+            let forms: Vec<&Forms> = forms.iter().map(Arc::as_ref).collect();
+            count_walk::count_many(list, &bufs, st, &jobs, (&starts, carry), &forms)
+        });
+        counted
+            .into_iter()
+            .map(|c| {
+                let walk = send_result(PyBytes::new(py, b"").unbind(), &c.sent);
+                Ok(CountResult {
+                    walk: Py::new(py, walk)?,
+                    read_by_bucket: c.read_by_bucket,
+                    sent_by_bucket: c.sent_by_bucket,
+                })
+            })
+            .collect()
+    }
 }
