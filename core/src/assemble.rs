@@ -191,10 +191,10 @@ pub fn assemble(
             None => false,
             Some(r) => {
                 r.edits.clear();
-                match r.unit(buf, (u.start, u.end)) {
-                    Err(_) => break,
-                    Ok(changes) => changes > 0,
+                if r.unit(buf, (u.start, u.end)).is_err() {
+                    break;
                 }
+                !r.edits.is_empty()
             }
         };
         if renamed && !mariadb {

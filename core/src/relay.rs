@@ -69,9 +69,8 @@ pub struct RelayRun<'r> {
     /// The lone statements copied whose text the slave's check reads (not framing words): the
     /// unit's index and its (default database, SQL) ranges in the buffer.
     pub lone: Vec<(usize, Range<usize>, Range<usize>)>,
-    /// Events whose database a rewrite-db rule renamed (`rename_db`): each one's edit, in order,
-    /// made as `fill` copies the ranges, and the checksum length to make them with.
-    pub renamed: u64,
+    /// Each event whose database a rewrite-db rule renames (`rename_db`), in order, renamed as
+    /// `fill` copies the ranges, and the checksum length to make them with.
     pub edits: Vec<Edit<'r>>,
     pub crc_len: usize,
 }
@@ -487,20 +486,14 @@ pub fn relay_ranges<'r>(
         // to rename noted as an edit that `fill` makes as it copies (a database the renames have
         // not met: Python renames the unit and teaches them; a MySQL GTID's transaction_length
         // would change with a name: Python's too), given back below if the unit is not taken.
-        let renamed = match renamer.as_mut() {
-            None => None,
-            Some(r) => {
-                let at = r.edits.len();
-                match r.unit(buf, (u.start, u.end)) {
-                    Err(_) => break,
-                    Ok(n) if n > 0 && u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0 => {
-                        r.edits.truncate(at);
-                        break;
-                    }
-                    Ok(n) => Some((at, n)),
-                }
+        let edits_at = renamer.as_ref().map_or(0, |r| r.edits.len());
+        if let Some(r) = renamer.as_mut() {
+            let mysql = u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0;
+            if r.unit(buf, (u.start, u.end)).is_err() || (mysql && r.edits.len() > edits_at) {
+                r.edits.truncate(edits_at);
+                break;
             }
-        };
+        }
         let taken = 'take: {
             if u.flags & F_FAST != 0 {
                 if !tables_kept(u, tables, keep).unwrap_or(false) {
@@ -531,15 +524,10 @@ pub fn relay_ranges<'r>(
             }
             true
         };
-        if let (Some(r), Some((at, n))) = (renamer.as_mut(), renamed) {
-            if !taken {
-                r.edits.truncate(at);
-                break;
+        if !taken {
+            if let Some(r) = renamer.as_mut() {
+                r.edits.truncate(edits_at);
             }
-            let grows: isize = r.edits[at..].iter().map(Edit::grows).sum();
-            plan.bytes = plan.bytes.wrapping_add_signed(grows as i64);
-            plan.renamed += n;
-        } else if !taken {
             break;
         }
         plan.push(u.start, u.end);
@@ -549,6 +537,8 @@ pub fn relay_ranges<'r>(
     }
     plan.next = i;
     plan.edits = renamer.map(|r| r.edits).unwrap_or_default();
+    let grows: isize = plan.edits.iter().map(Edit::grows).sum();
+    plan.bytes = plan.bytes.wrapping_add_signed(grows as i64);
     plan
 }
 

@@ -210,10 +210,9 @@ impl<'r> Renamer<'r> {
         Ok(new)
     }
 
-    /// Notes the edits of the unit buf[lo..hi] (its events back to back): Ok(the events it
-    /// renames, each an edit), or Err (no edit noted) where a name is not in the map or an event
-    /// cannot be read.
-    pub fn unit(&mut self, buf: &[u8], (lo, hi): (usize, usize)) -> Result<u64, Declined> {
+    /// Notes the edits of the unit buf[lo..hi] (its events back to back), one per event it
+    /// renames; Err (no edit noted) where a name is not in the map or an event cannot be read.
+    pub fn unit(&mut self, buf: &[u8], (lo, hi): (usize, usize)) -> Result<(), Declined> {
         let before = self.edits.len();
         let done = self.read(buf, lo, hi);
         if done.is_err() {
@@ -222,8 +221,8 @@ impl<'r> Renamer<'r> {
         done
     }
 
-    fn read(&mut self, buf: &[u8], lo: usize, hi: usize) -> Result<u64, Declined> {
-        let (mut at, mut n) = (lo, 0);
+    fn read(&mut self, buf: &[u8], lo: usize, hi: usize) -> Result<(), Declined> {
+        let mut at = lo;
         let unit = buf.get(..hi).ok_or(Declined)?;
         while at < hi {
             let head = unit.get(at..at + HEADER_LEN).ok_or(Declined)?;
@@ -247,13 +246,12 @@ impl<'r> Renamer<'r> {
                             db,
                             table: None,
                         });
-                        n += 1;
                     }
                 }
             }
             at += size;
         }
-        Ok(n)
+        Ok(())
     }
 
     /// buf[lo..hi] written with the edits noted (those of the units in it), in bytes of its own.
@@ -320,8 +318,9 @@ mod tests {
     /// `unit` renamed as `Renamer` and `write` rename it: the events renamed and the bytes.
     fn rename_unit(unit: &[u8], r: &DbRenames) -> Result<(u64, Vec<u8>), Declined> {
         let mut renamer = Renamer::new(r);
-        let n = renamer.unit(unit, (0, unit.len()))?;
-        Ok((n, renamer.made(unit, (0, unit.len()))))
+        renamer.unit(unit, (0, unit.len()))?;
+        let made = renamer.made(unit, (0, unit.len()));
+        Ok((renamer.edits.len() as u64, made))
     }
 
     #[test]
@@ -363,7 +362,12 @@ mod tests {
         let mut renamed = vec![];
         for unit in &units {
             let len = unit.concat().len();
-            renamed.push(renamer.unit(&buf, (at, at + len)));
+            let before = renamer.edits.len();
+            renamed.push(
+                renamer
+                    .unit(&buf, (at, at + len))
+                    .map(|()| renamer.edits.len() - before),
+            );
             at += len;
         }
         assert_eq!(renamed, [Ok(1), Ok(0), Ok(3)]);

@@ -342,7 +342,7 @@ pub(super) fn relay_run<'py>(
         lone: texts.unbind(),
         placeholders: p.placeholders,
         by_keys: by_keys(py, stmts.as_ref())?,
-        renamed: p.renamed,
+        renamed: p.edits.len() as u64,
     })
 }
 
