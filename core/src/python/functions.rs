@@ -319,7 +319,7 @@ pub(super) fn relay_run<'py>(
             .into_any()
             .get_item(PySlice::new(py, lo as isize, hi as isize, 1))?,
         _ => PyBytes::new_with(py, p.bytes as usize, |dst| {
-            py.detach(|| p.fill(data, dst)); // (names renamed as they are copied: CRC32s made)
+            p.fill(data, dst);
             Ok(())
         })?
         .into_any(),
