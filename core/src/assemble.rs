@@ -7,7 +7,7 @@
 
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
-use crate::rename_db::{names_known, rename_unit, DbRenames};
+use crate::rename_db::{DbRenames, Renamer};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
 use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
@@ -172,6 +172,7 @@ pub fn assemble(
     let mut i = from;
     let mut full = false;
     let mut gtids = GtidsWritten::default();
+    let mut renamer = opt.renames.map(Renamer::new);
     'units: while i < units.len() {
         let u = &units[i];
         if u.end > buf.len() {
@@ -186,10 +187,15 @@ pub fn assemble(
         let source_pos = opt.base + u.start as u64;
         let mut by_keys = false;
         // Whether the unit holds a name replicate-rewrite-db changes (one it has not met: Python's).
-        let renamed = match opt.renames.map(|r| names_known(&buf[u.start..u.end], r)) {
+        let renamed = match renamer.as_mut() {
             None => false,
-            Some(None) => break,
-            Some(Some(changes)) => changes,
+            Some(r) => {
+                r.edits.clear();
+                if r.unit(buf, (u.start, u.end)).is_err() {
+                    break;
+                }
+                !r.edits.is_empty()
+            }
         };
         if renamed && !mariadb {
             break; // a MySQL GTID's transaction_length would change with the name
@@ -251,11 +257,11 @@ pub fn assemble(
             if opt.gtids && u.gtid_size > 0 {
                 gtids.add(u, written_at);
             }
-            if let (true, Some(r)) = (renamed, opt.renames) {
-                let mut made = Vec::with_capacity(u.end - u.start + 64);
-                if rename_unit(&buf[u.start..u.end], r, &mut made).is_err() || !opt.renumber {
+            if let (true, Some(r)) = (renamed, renamer.as_ref()) {
+                if !opt.renumber {
                     break; // (a relay log's units keep the master's coordinates: the slave's run)
                 }
+                let made = r.made(buf, (u.start, u.end));
                 out_pos += push_made(&mut out, &made, out_pos, opt.crc);
                 done!(counts.kept, []);
             }

@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use crate::keep::KEEP_KEEP;
 use crate::le::u32_at;
-use crate::rename_db::{rename_unit, DbRenames};
+use crate::rename_db::{write, DbRenames, Edit, Renamer};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
 use crate::scan::{
     F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_STANDALONE, F_TAGGED_GTID,
@@ -30,7 +30,8 @@ use crate::stretch::inner;
 use crate::types::{COMMIT_BODY, HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
-/// renumbering: a relay log keeps the master's coordinates), or a range of the run's own bytes
+/// renumbering: a relay log keeps the master's coordinates; under replicate-rewrite-db, with the
+/// run's `edits` in it made), or a range of the run's own bytes
 /// (`RelayRun::own`: a MySQL placeholder unit's events, its GTID's transaction_length counted
 /// again).
 #[derive(Debug, PartialEq, Eq)]
@@ -50,7 +51,7 @@ pub enum Piece {
 /// A relay run before its bytes are copied (`fill` copies them, straight into the bytes object
 /// handed to Python).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct RelayRun {
+pub struct RelayRun<'r> {
     /// What to write, in order (kept units that lie back to back make one range).
     pub ranges: Vec<Piece>,
     /// The bytes made here (`Piece::Made`), one buffer for the run.
@@ -68,8 +69,10 @@ pub struct RelayRun {
     /// The lone statements copied whose text the slave's check reads (not framing words): the
     /// unit's index and its (default database, SQL) ranges in the buffer.
     pub lone: Vec<(usize, Range<usize>, Range<usize>)>,
-    /// Events whose database a rewrite-db rule renamed (`rename_db`).
-    pub renamed: u64,
+    /// Each event whose database a rewrite-db rule renames (`rename_db`), in order, renamed as
+    /// `fill` copies the ranges, and the checksum length to make them with.
+    pub edits: Vec<Edit<'r>>,
+    pub crc_len: usize,
 }
 
 /// The format a run reads lone statements with: its QUERY post-header length and checksum length.
@@ -99,13 +102,19 @@ pub fn lone_statement(buf: &[u8], u: &Unit, f: LoneFormat) -> Option<(Range<usiz
     ))
 }
 
-impl RelayRun {
-    /// Copies the pieces (ranges of `buf`) into `out`, which holds exactly `self.bytes` bytes.
+impl RelayRun<'_> {
+    /// Copies the pieces (ranges of `buf`, with their edits made) into `out`, which holds
+    /// exactly `self.bytes` bytes.
     pub fn fill(&self, buf: &[u8], out: &mut [u8]) {
-        let mut at = 0;
+        let (mut at, mut edits) = (0, &self.edits[..]);
         for piece in &self.ranges {
             let src = match *piece {
-                Piece::Range(lo, hi) => &buf[lo..hi],
+                Piece::Range(lo, hi) => {
+                    let (mine, rest) = edits.split_at(edits.partition_point(|e| e.at < hi));
+                    at += write(buf, (lo, hi), mine, self.crc_len, &mut out[at..]);
+                    edits = rest;
+                    continue;
+                }
                 Piece::Made(lo, hi) => &self.own[lo..hi],
                 Piece::Empty { lo, hi, len, crc } => {
                     empty_transactions(&buf[lo..hi], crc, &mut out[at..at + len]);
@@ -390,7 +399,7 @@ fn tables_kept(u: &Unit, tables: &[u32], keep: &[u8]) -> Option<bool> {
 /// Python; with `lone` (the format in force), lone statements are copied too (see
 /// `lone_statement`), and with `stmts` as well the statement units their keys keep.
 #[allow(clippy::too_many_arguments)]
-pub fn relay_ranges(
+pub fn relay_ranges<'r>(
     buf: &[u8],
     units: &[Unit],
     tables: &[u32],
@@ -398,9 +407,13 @@ pub fn relay_ranges(
     from: usize,
     lone: Option<LoneFormat>,
     mut stmts: Option<&mut ByKeys>,
-    renames: Option<&DbRenames>,
-) -> RelayRun {
-    let mut plan = RelayRun::default();
+    renames: Option<&'r DbRenames>,
+) -> RelayRun<'r> {
+    let mut plan = RelayRun {
+        crc_len: renames.map_or(0, |r| r.crc_len),
+        ..RelayRun::default()
+    };
+    let mut renamer = renames.map(Renamer::new);
     let mut i = from;
     while i < units.len() {
         let u = &units[i];
@@ -469,24 +482,18 @@ pub fn relay_ranges(
             i += 1;
             continue;
         }
-        // replicate-rewrite-db: the unit's names renamed into the run's own bytes first, in the
-        // one read of its events (a database the renames have not met: Python renames the unit
-        // and teaches them; a MySQL GTID's transaction_length would change with a name: Python's
-        // too), given back below if the unit is not taken.
-        let renamed = match renames {
-            None => None,
-            Some(r) => {
-                let at = plan.own.len();
-                match rename_unit(&buf[u.start..u.end], r, &mut plan.own) {
-                    Err(_) => break,
-                    Ok(n) if n > 0 && u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0 => {
-                        plan.own.truncate(at);
-                        break;
-                    }
-                    Ok(n) => Some((at, n)),
-                }
+        // replicate-rewrite-db: the unit's names read first, in the one read of its events, each
+        // to rename noted as an edit that `fill` makes as it copies (a database the renames have
+        // not met: Python renames the unit and teaches them; a MySQL GTID's transaction_length
+        // would change with a name: Python's too), given back below if the unit is not taken.
+        let edits_at = renamer.as_ref().map_or(0, |r| r.edits.len());
+        if let Some(r) = renamer.as_mut() {
+            let mysql = u.flags & (F_MYSQL_GTID | F_TAGGED_GTID) != 0;
+            if r.unit(buf, (u.start, u.end)).is_err() || (mysql && r.edits.len() > edits_at) {
+                r.edits.truncate(edits_at);
+                break;
             }
-        };
+        }
         let taken = 'take: {
             if u.flags & F_FAST != 0 {
                 if !tables_kept(u, tables, keep).unwrap_or(false) {
@@ -517,24 +524,21 @@ pub fn relay_ranges(
             }
             true
         };
-        match renamed {
-            _ if !taken => {
-                if let Some((at, _)) = renamed {
-                    plan.own.truncate(at);
-                }
-                break;
+        if !taken {
+            if let Some(r) = renamer.as_mut() {
+                r.edits.truncate(edits_at);
             }
-            Some((at, n)) if n > 0 => {
-                plan.made(at);
-                plan.renamed += n;
-            }
-            _ => plan.push(u.start, u.end),
+            break;
         }
+        plan.push(u.start, u.end);
         plan.units += 1;
         plan.events += u.events as u64;
         i += 1;
     }
     plan.next = i;
+    plan.edits = renamer.map(|r| r.edits).unwrap_or_default();
+    let grows: isize = plan.edits.iter().map(Edit::grows).sum();
+    plan.bytes = plan.bytes.wrapping_add_signed(grows as i64);
     plan
 }
 

@@ -4,7 +4,7 @@ use crate::scan::TRANSACTION;
 
 /// A relay run and the bytes it copies.
 struct Run {
-    plan: RelayRun,
+    plan: RelayRun<'static>,
     out: Vec<u8>,
 }
 

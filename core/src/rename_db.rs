@@ -1,6 +1,6 @@
 //! replicate-rewrite-db written into events, the one writer of renamed names (issue #80): the
-//! compiled relay run's and `filter`'s assembly's units (`rename_unit`, for the names a map
-//! gives), and every event Python renames (`rename_event`: `dumpfilter.codec.rename`, for the
+//! compiled relay run's and `filter`'s assembly's units (`Renamer`, for the names a map gives),
+//! and every event Python renames (`rename_event`: `dumpfilter.codec.rename`, for the
 //! MySQL-protocol endpoint's replicas, the units the walks leave to Python, and WL#2516's REWRITE
 //! patterns, which rename a Table_map's table too). As a replica's applier renames (log_event.cc's
 //! set_thd_db, Table_map_log_event::do_apply_event): a Query's (compressed or not: only its text
@@ -8,10 +8,14 @@
 //! name inside a statement's text. The event's size changes with the name; its log_pos stays the
 //! master's and its CRC32 is made again. A name the map does not hold stops a unit's run there:
 //! Python renames that unit and teaches the map its names (`dumpfilter.slave.receive`).
+//!
+//! A unit is renamed in two steps, so that its bytes are written once, straight where they go
+//! (the relay run's bytes handed to Python): `Renamer::unit` reads its events' names and notes
+//! each event to rename (an `Edit`, no bytes copied), `write` copies a stretch of units with
+//! their edits made.
 
 use std::collections::HashMap;
 
-use crate::crc::crc32;
 use crate::le::u32_at;
 use crate::types::HEADER_LEN;
 
@@ -36,73 +40,92 @@ pub struct DbRenames {
 #[derive(Debug, PartialEq, Eq)]
 pub struct Declined;
 
-/// Where an event's database name lies in it (its range), or None where it has none.
-fn db_span(event: &[u8], r: &DbRenames) -> Result<Option<(usize, usize)>, Declined> {
+/// One event to write renamed: the event buf[at..end], its database name from `lo` written as
+/// `db` (its length byte at `at + len_at`) and, a Table_map's, its table as `table` (its NUL and
+/// length too), the rest of the event from `rest` on as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edit<'r> {
+    pub at: usize,
+    pub end: usize,
+    pub len_at: usize,
+    pub lo: usize,
+    pub rest: usize,
+    pub db: &'r [u8],
+    pub table: Option<&'r [u8]>,
+}
+
+impl Edit<'_> {
+    /// What the event's size changes by.
+    pub fn grows(&self) -> isize {
+        let table = self.table.map_or(0, |t| t.len() as isize + 2);
+        self.db.len() as isize + table - (self.rest - self.lo) as isize
+    }
+}
+
+/// Where an event's database name lies in it: (its length byte, its range), or None where it
+/// has none.
+fn db_span(event: &[u8], r: &DbRenames) -> Result<Option<(usize, usize, usize)>, Declined> {
     let body = HEADER_LEN;
-    let span = match *event.get(4).ok_or(Declined)? {
+    let (len_at, lo) = match *event.get(4).ok_or(Declined)? {
         kind @ (QUERY | QUERY_COMPRESSED | EXECUTE_LOAD_QUERY) => {
-            let len = *event.get(body + 8).ok_or(Declined)? as usize;
-            let status = u16::from_le_bytes([
-                *event.get(body + 11).ok_or(Declined)?,
-                *event.get(body + 12).ok_or(Declined)?,
-            ]) as usize;
-            if len == 0 {
+            let post = event.get(body..body + 13).ok_or(Declined)?;
+            if post[8] == 0 {
                 return Ok(None);
             }
+            let status = u16::from_le_bytes([post[11], post[12]]) as usize;
             let post = if kind == EXECUTE_LOAD_QUERY {
                 r.load_post
             } else {
                 r.query_post
             };
-            let at = body + post + status;
-            (at, at + len)
+            (body + 8, body + post + status)
         }
-        TABLE_MAP => {
-            let at = body + r.table_map_post;
-            let len = *event.get(at).ok_or(Declined)? as usize;
-            (at + 1, at + 1 + len)
-        }
+        TABLE_MAP => (body + r.table_map_post, body + r.table_map_post + 1),
         _ => return Ok(None),
     };
-    if span.1 + r.crc_len > event.len() {
+    let hi = lo + *event.get(len_at).ok_or(Declined)? as usize;
+    if hi + r.crc_len > event.len() {
         return Err(Declined);
     }
-    Ok(Some(span))
+    Ok(Some((len_at, lo, hi)))
 }
 
-/// Appends `event` to `out` with its database name (at `span`) written as `db` and, a Table_map's,
-/// its table as `table`; its size and checksum made again.
-fn write_renamed(
-    event: &[u8],
+/// Copies buf[lo..hi] (whole events) to the start of `out` with `edits` (theirs, in order) made,
+/// each edited event's size, name length and CRC32 written again: the bytes written (hi - lo
+/// and what the edits grow by). The edits' names fit a byte (`Renamer::name`).
+pub fn write(
+    buf: &[u8],
     (lo, hi): (usize, usize),
-    db: &[u8],
-    table: Option<&[u8]>,
+    edits: &[Edit],
     crc_len: usize,
-    out: &mut Vec<u8>,
-) -> Result<(), Declined> {
-    let table_map = event[4] == TABLE_MAP;
-    let mut rest = hi; // what follows the database name, as it is
-    let e0 = out.len();
-    out.extend_from_slice(&event[..lo]);
-    out.extend_from_slice(db);
-    if let Some(table) = table.filter(|_| table_map) {
-        // NUL, the table's length, the table
-        rest = hi + 2 + *event.get(hi + 1).ok_or(Declined)? as usize;
-        if rest + crc_len > event.len() {
-            return Err(Declined); // (the caller drops what was appended)
+    out: &mut [u8],
+) -> usize {
+    fn put(out: &mut [u8], w: &mut usize, bytes: &[u8]) {
+        out[*w..*w + bytes.len()].copy_from_slice(bytes);
+        *w += bytes.len();
+    }
+    let crc = crc32fast::Hasher::new(); // (cloned for each event: no CPU check per event)
+    let (mut from, mut w) = (lo, 0);
+    for e in edits {
+        let e0 = w + (e.at - from);
+        put(out, &mut w, &buf[from..e.lo]);
+        put(out, &mut w, e.db);
+        if let Some(table) = e.table {
+            put(out, &mut w, &[0, table.len() as u8]);
+            put(out, &mut w, table);
         }
-        out.extend_from_slice(&[0, table.len() as u8]);
-        out.extend_from_slice(table);
+        put(out, &mut w, &buf[e.rest..e.end - crc_len]);
+        out[e0 + e.len_at] = e.db.len() as u8;
+        out[e0 + 9..e0 + 13].copy_from_slice(&((w - e0 + crc_len) as u32).to_le_bytes());
+        if crc_len == 4 {
+            let mut h = crc.clone();
+            h.update(&out[e0..w]);
+            put(out, &mut w, &h.finalize().to_le_bytes());
+        }
+        from = e.end;
     }
-    out.extend_from_slice(&event[rest..event.len() - crc_len]);
-    out[e0 + if table_map { lo - 1 } else { HEADER_LEN + 8 }] = db.len() as u8;
-    let new_size = out.len() - e0 + crc_len;
-    out[e0 + 9..e0 + 13].copy_from_slice(&(new_size as u32).to_le_bytes());
-    if crc_len == 4 {
-        let c = crc32(&out[e0..]);
-        out.extend_from_slice(&c.to_le_bytes());
-    }
-    Ok(())
+    put(out, &mut w, &buf[from..hi]);
+    w
 }
 
 /// One event (`post`: its kind's post-header length) with its database renamed `db` and, a
@@ -125,225 +148,121 @@ pub fn rename_event(
         crc_len,
         ..DbRenames::default()
     };
-    let Some(span) = db_span(event, &r)? else {
+    let Some((len_at, lo, hi)) = db_span(event, &r)? else {
         return Ok(None);
     };
     if db.len() > 255 || table.is_some_and(|t| t.len() > 255) {
         return Ok(None);
     }
-    let mut out = Vec::with_capacity(event.len() + db.len());
-    write_renamed(event, span, db, table, crc_len, &mut out)?;
+    let table = table.filter(|_| event[4] == TABLE_MAP);
+    // (a Table_map's table renamed: its NUL, its length and its name written again)
+    let rest = match table {
+        None => hi,
+        Some(_) => hi + 2 + *event.get(hi + 1).ok_or(Declined)? as usize,
+    };
+    if rest + crc_len > event.len() {
+        return Err(Declined);
+    }
+    let edit = Edit {
+        at: 0,
+        end: event.len(),
+        len_at,
+        lo,
+        rest,
+        db,
+        table,
+    };
+    let mut out = vec![0; (event.len() as isize + edit.grows()) as usize];
+    write(event, (0, event.len()), &[edit], crc_len, &mut out);
     Ok(Some(out))
 }
 
-/// The events of `unit` in turn: (offset, the event), or Declined where one is cut.
-fn events(unit: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8]), Declined>> {
-    let mut at = 0usize;
-    std::iter::from_fn(move || {
-        if at == unit.len() {
-            return None;
-        }
-        let size = u32_at(unit, at + 9).map_or(0, |s| s as usize);
-        if size < HEADER_LEN || at + size > unit.len() {
-            at = unit.len();
-            return Some(Err(Declined));
-        }
-        let event = (at, &unit[at..at + size]);
-        at += size;
-        Some(Ok(event))
-    })
+/// The names of the units a walk renames (`r.map`), read unit by unit into `edits`.
+pub struct Renamer<'r> {
+    r: &'r DbRenames,
+    /// The last name looked up and what it gave (most events name the one before's database).
+    last: Option<(&'r [u8], Option<&'r [u8]>)>,
+    /// The events to write renamed, in order.
+    pub edits: Vec<Edit<'r>>,
 }
 
-/// The name `r.map` gives the database of `event` (at `span`), where it renames it.
-fn renamed<'a>(
-    event: &[u8],
-    span: (usize, usize),
-    r: &'a DbRenames,
-) -> Result<Option<&'a [u8]>, Declined> {
-    let new = r.map.get(&event[span.0..span.1]).ok_or(Declined)?;
-    Ok((new.as_slice() != &event[span.0..span.1] && new.len() <= 255).then_some(new.as_slice()))
-}
-
-/// What `rename_unit` would do with `unit`: None where a database name it holds is not in the
-/// map or an event is not read (a walk checks it before it takes a unit on: a unit it then
-/// declines is Python's), else whether it renames any.
-pub fn names_known(unit: &[u8], r: &DbRenames) -> Option<bool> {
-    let mut renames = false;
-    for e in events(unit) {
-        let (_, event) = e.ok()?;
-        if let Some(span) = db_span(event, r).ok()? {
-            renames |= renamed(event, span, r).ok()?.is_some();
+impl<'r> Renamer<'r> {
+    pub fn new(r: &'r DbRenames) -> Self {
+        Renamer {
+            r,
+            last: None,
+            edits: Vec::new(),
         }
     }
-    Some(renames)
-}
 
-/// The unit `unit` (its events back to back) with each database name renamed as `r.map` says,
-/// appended to `out`: Ok(events renamed), 0 (and nothing appended) where none is; Err where a
-/// name is not in the map or an event cannot be read.
-pub fn rename_unit(unit: &[u8], r: &DbRenames, out: &mut Vec<u8>) -> Result<u64, Declined> {
-    let start = out.len();
-    let done = rename_into(unit, r, out);
-    if done.is_err() {
-        out.truncate(start);
-    }
-    done
-}
-
-fn rename_into(unit: &[u8], r: &DbRenames, out: &mut Vec<u8>) -> Result<u64, Declined> {
-    let mut renamed_events = 0u64;
-    let mut copied = 0usize; // bytes of `unit` already in `out` (once the first rename is met)
-    for e in events(unit) {
-        let (at, event) = e?;
-        let Some(span) = db_span(event, r)? else {
-            continue;
-        };
-        if let Some(new) = renamed(event, span, r)? {
-            out.extend_from_slice(&unit[copied..at]);
-            write_renamed(event, span, new, None, r.crc_len, out)?;
-            copied = at + event.len();
-            renamed_events += 1;
+    /// The name `r.map` gives `name`, where it renames it (None where it is kept, or the new one
+    /// is longer than a server writes); Err where the map lacks it.
+    fn name(&mut self, name: &[u8]) -> Result<Option<&'r [u8]>, Declined> {
+        if let Some((_, new)) = self
+            .last
+            .filter(|(old, _)| old.len() == name.len() && *old == name)
+        {
+            return Ok(new);
         }
+        let (old, new) = self.r.map.get_key_value(name).ok_or(Declined)?;
+        let new = (new != old && new.len() <= 255).then_some(new.as_slice());
+        self.last = Some((old.as_slice(), new));
+        Ok(new)
     }
-    if renamed_events > 0 {
-        out.extend_from_slice(&unit[copied..]);
+
+    /// Notes the edits of the unit buf[lo..hi] (its events back to back), one per event it
+    /// renames; Err (no edit noted) where a name is not in the map or an event cannot be read.
+    pub fn unit(&mut self, buf: &[u8], (lo, hi): (usize, usize)) -> Result<(), Declined> {
+        let before = self.edits.len();
+        let done = self.read(buf, lo, hi);
+        if done.is_err() {
+            self.edits.truncate(before);
+        }
+        done
     }
-    Ok(renamed_events)
+
+    fn read(&mut self, buf: &[u8], lo: usize, hi: usize) -> Result<(), Declined> {
+        let mut at = lo;
+        let unit = buf.get(..hi).ok_or(Declined)?;
+        while at < hi {
+            let head = unit.get(at..at + HEADER_LEN).ok_or(Declined)?;
+            let size = u32::from_le_bytes([head[9], head[10], head[11], head[12]]) as usize;
+            if size < HEADER_LEN || at + size > hi {
+                return Err(Declined);
+            }
+            if matches!(
+                head[4],
+                QUERY | QUERY_COMPRESSED | EXECUTE_LOAD_QUERY | TABLE_MAP
+            ) {
+                let event = &unit[at..at + size];
+                if let Some((len_at, a, b)) = db_span(event, self.r)? {
+                    if let Some(db) = self.name(&event[a..b])? {
+                        self.edits.push(Edit {
+                            at,
+                            end: at + size,
+                            len_at,
+                            lo: at + a,
+                            rest: at + b,
+                            db,
+                            table: None,
+                        });
+                    }
+                }
+            }
+            at += size;
+        }
+        Ok(())
+    }
+
+    /// buf[lo..hi] written with the edits noted (those of the units in it), in bytes of its own.
+    pub fn made(&self, buf: &[u8], (lo, hi): (usize, usize)) -> Vec<u8> {
+        let grows: isize = self.edits.iter().map(Edit::grows).sum();
+        let mut out = vec![0; (hi - lo).saturating_add_signed(grows)];
+        write(buf, (lo, hi), &self.edits, self.r.crc_len, &mut out);
+        out
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event(kind: u8, body: &[u8], crc: bool) -> Vec<u8> {
-        let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
-        let mut e = vec![0u8; HEADER_LEN];
-        e[4] = kind;
-        e[9..13].copy_from_slice(&(size as u32).to_le_bytes());
-        e[13..17].copy_from_slice(&777u32.to_le_bytes());
-        e.extend_from_slice(body);
-        if crc {
-            let c = crc32(&e);
-            e.extend_from_slice(&c.to_le_bytes());
-        }
-        e
-    }
-
-    fn query(db: &[u8], sql: &[u8], crc: bool) -> Vec<u8> {
-        let mut body = vec![0u8; 13];
-        body[8] = db.len() as u8;
-        body[11] = 2; // two bytes of status variables
-        body.extend_from_slice(&[0, 0]);
-        body.extend_from_slice(db);
-        body.push(0);
-        body.extend_from_slice(sql);
-        event(QUERY, &body, crc)
-    }
-
-    fn table_map(db: &[u8], table: &[u8], crc: bool) -> Vec<u8> {
-        let mut body = vec![1u8, 0, 0, 0, 0, 0, 0, 0, db.len() as u8];
-        body.extend_from_slice(db);
-        body.extend_from_slice(&[0, table.len() as u8]);
-        body.extend_from_slice(table);
-        body.extend_from_slice(&[0, 1, 3]);
-        event(TABLE_MAP, &body, crc)
-    }
-
-    fn renames(crc: bool) -> DbRenames {
-        let mut map = HashMap::new();
-        map.insert(b"crm".to_vec(), b"crm_rw".to_vec());
-        map.insert(b"shop".to_vec(), b"shop".to_vec());
-        DbRenames {
-            map,
-            query_post: 13,
-            load_post: 26,
-            table_map_post: 8,
-            crc_len: if crc { 4 } else { 0 },
-        }
-    }
-
-    #[test]
-    fn renames_the_default_database_and_the_table_map_database_only() {
-        for crc in [false, true] {
-            let unit = [
-                query(b"crm", b"UPDATE crm.t SET a=1", crc),
-                table_map(b"crm", b"t", crc),
-                event(30, b"rows", crc),
-            ]
-            .concat();
-            let mut out = Vec::new();
-            assert_eq!(rename_unit(&unit, &renames(crc), &mut out), Ok(2));
-            let want = [
-                query(b"crm_rw", b"UPDATE crm.t SET a=1", crc),
-                table_map(b"crm_rw", b"t", crc),
-                event(30, b"rows", crc),
-            ]
-            .concat();
-            assert_eq!(out, want);
-        }
-    }
-
-    #[test]
-    fn a_unit_no_rule_renames_is_left_alone_and_an_unknown_name_declines() {
-        let unit = [
-            query(b"shop", b"UPDATE t SET a=1", true),
-            table_map(b"shop", b"t", true),
-        ]
-        .concat();
-        let mut out = vec![9u8];
-        assert_eq!(rename_unit(&unit, &renames(true), &mut out), Ok(0));
-        assert_eq!(out, vec![9u8]);
-        let unknown = [
-            table_map(b"shop", b"t", true),
-            query(b"logs", b"UPDATE t SET a=1", true),
-        ]
-        .concat();
-        assert_eq!(
-            rename_unit(&unknown, &renames(true), &mut out),
-            Err(Declined)
-        );
-        assert_eq!(out, vec![9u8]);
-        assert_eq!(
-            (
-                names_known(&unit, &renames(true)),
-                names_known(&unknown, &renames(true))
-            ),
-            (Some(false), None)
-        );
-        let none = query(b"", b"BEGIN", true);
-        assert_eq!(rename_unit(&none, &renames(true), &mut out), Ok(0));
-    }
-
-    #[test]
-    fn one_event_is_renamed_a_table_maps_table_too() {
-        for crc in [false, true] {
-            let crc_len = if crc { 4 } else { 0 };
-            let e = rename_event(
-                &table_map(b"db5", b"t3", crc),
-                b"db7",
-                Some(b"t_long"),
-                8,
-                crc_len,
-            );
-            assert_eq!(e, Ok(Some(table_map(b"db7", b"t_long", crc))));
-            let compressed = |db: &[u8]| {
-                let mut e = query(db, b"x", false);
-                e[4] = QUERY_COMPRESSED; // (its text is compressed, its database is not)
-                if crc {
-                    let size = e.len() as u32 + 4;
-                    e[9..13].copy_from_slice(&size.to_le_bytes());
-                    let c = crc32(&e);
-                    e.extend_from_slice(&c.to_le_bytes());
-                }
-                e
-            };
-            let got = rename_event(&compressed(b"crm"), b"crm_rw", Some(b"t"), 13, crc_len);
-            assert_eq!(got, Ok(Some(compressed(b"crm_rw"))));
-        }
-        assert_eq!(
-            rename_event(&query(b"", b"BEGIN", true), b"x", None, 13, 4),
-            Ok(None)
-        );
-        assert_eq!(rename_event(&[0u8; 10], b"x", None, 13, 4), Err(Declined));
-    }
-}
+#[path = "rename_db_tests.rs"]
+mod tests;

@@ -325,9 +325,12 @@ pub(super) fn relay_run<'py>(
     // What to relay: the buffer itself when the run relays all of it (an empty-transaction
     // stream's batch: kept units and emptied ones back to back, about 1 MB each), a view of it
     // for one stretch, else one copy of the stretches, straight into the bytes handed to Python.
+    // (Under replicate-rewrite-db, a range with names to rename is copied as they are written.)
     let out = match p.ranges[..] {
-        [relay::Piece::Range(0, hi)] if hi == data.len() => buf.clone().into_any(),
-        [relay::Piece::Range(lo, hi)] => PyMemoryView::from(buf.as_any())?
+        [relay::Piece::Range(0, hi)] if hi == data.len() && p.edits.is_empty() => {
+            buf.clone().into_any()
+        }
+        [relay::Piece::Range(lo, hi)] if p.edits.is_empty() => PyMemoryView::from(buf.as_any())?
             .into_any()
             .get_item(PySlice::new(py, lo as isize, hi as isize, 1))?,
         _ => PyBytes::new_with(py, p.bytes as usize, |dst| {
@@ -354,7 +357,7 @@ pub(super) fn relay_run<'py>(
         lone: texts.unbind(),
         placeholders: p.placeholders,
         by_keys: by_keys(py, stmts.as_ref())?,
-        renamed: p.renamed,
+        renamed: p.edits.len() as u64,
     })
 }
 
