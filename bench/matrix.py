@@ -202,7 +202,10 @@ def main() -> dict:
         print("worst over the workloads, against each goal:")
         for figure, (sense, goal) in GOALS.items():
             values = {w: r[figure] for w, r in results.items()}
-            worst = (min if sense == ">=" else max)(values, key=values.__getitem__)
+            # (a workload that misses comes first: a skip policy's figure is met by either of two
+            # measures, so the lowest of one is not always the one that misses)
+            missed = [w for w, r in results.items() if not _met(figure, r[figure], r)]
+            worst = (min if sense == ">=" else max)(missed or values, key=values.__getitem__)
             aim = f"the floor + {FANOUT64_OVER_FLOOR}" if goal is None else f"{goal}{'' if figure == 'rss_anon_mb' else 'x'}"
             print(f"  {figure:18} {_shown(figure, values[worst], results[worst])} on {worst} (goal {sense} {aim}): "
                   f"{'met' if all(_met(figure, r[figure], r) for r in results.values()) else 'missed'}")
