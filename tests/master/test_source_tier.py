@@ -43,7 +43,9 @@ def test_each_tier_keeps_the_series_byte_for_byte(shared_fixtures, tmp_path, nam
     series = SERIES[name]
     up = _upstream_dir(shared_fixtures, tmp_path, series)
     expected = {file: (up / file).read_bytes() for _source, file in series}
-    ports = [free_port() for _ in range(TIERS + 1)]
+    # Each tier's port is picked as it starts: a port picked ahead can be taken meanwhile as the
+    # ephemeral port of an earlier tier's connection upstream (the same range, 32768-60999).
+    ports = [free_port()]
     procs = []
     try:
         procs.append(serve_master(up, "--mysql-listen", f"127.0.0.1:{ports[0]}")[0])
@@ -57,8 +59,10 @@ def test_each_tier_keeps_the_series_byte_for_byte(shared_fixtures, tmp_path, nam
         conn.close()
         dirs = [tmp_path / f"tier{i}" for i in range(1, TIERS + 1)]
         for i, local in enumerate(dirs):
+            ports.append(free_port())
             procs.append(serve_master(local, "--source", f"mysql://tier:x@127.0.0.1:{ports[i]}",
                                       "--mysql-listen", f"127.0.0.1:{ports[i + 1]}")[0])
+            wait_mysql_endpoint(procs[-1])
 
         def complete(local) -> bool:
             return all((local / f).is_file() and (local / f).stat().st_size >= len(data) for f, data in expected.items())
