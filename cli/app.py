@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         if terminating():  # raised by the cleanup SIGTERM started, in place of `Terminated`
             print("dumpfilter: terminated", file=sys.stderr)
             return EXIT_TERMINATED
+        if _raised_while_interrupted(exc):
+            print("dumpfilter: interrupted", file=sys.stderr)
+            return 130
         if isinstance(exc, BrokenPipeError):  # `dumpfilter binlog inspect big.bin | head`
             sys.stderr.close()
             return 0
@@ -155,6 +158,21 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CODE
     finally:
         restore()
+
+
+def _raised_while_interrupted(exc: BaseException) -> bool:
+    """Whether `exc` was raised while a Ctrl-C unwound: a KeyboardInterrupt in its context chain.
+    Ctrl-C reaches the whole process group, so a Spark session's JVM can die before the interrupt
+    leaves `collect`, and PySpark's own cleanup there (`SCCallSiteSync.__exit__`) then fails with
+    `Py4JNetworkError: Answer from Java side is empty`, replacing the KeyboardInterrupt."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__context__
+    return False
 
 
 def run() -> None:

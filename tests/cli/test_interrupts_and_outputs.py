@@ -182,3 +182,28 @@ def test_sigterm_whose_cleanup_raises_still_ends_as_terminated(tmp_path, monkeyp
             app.main(["split", str(binlogs), "--out", "out", "--no-spark"])
     finally:
         signal.signal(signal.SIGTERM, saved)
+
+
+def test_ctrl_c_whose_cleanup_raises_still_ends_as_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C reaches the JVM too: it can be gone before the KeyboardInterrupt leaves PySpark's
+    `collect`, whose cleanup then raises `Py4JNetworkError: Answer from Java side is empty` in its
+    place. Before, the command ended with that traceback and exit 1 (CI on c1eb8ca)."""
+    binlogs = tmp_path / "in"
+    binlogs.mkdir()
+    generate(WorkloadSpec(seed=2, transactions=50, max_binlog_size=60_000), binlogs)
+    from dumpfilter.cli.commands import split as split_command
+
+    def cut_short(inputs, out, config, **kwargs):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            raise ConnectionError("Answer from Java side is empty")
+
+    monkeypatch.setattr(split_command, "split_local", cut_short)
+    monkeypatch.chdir(tmp_path)
+    assert app.main(["split", str(binlogs), "--out", "out", "--no-spark"]) == 130
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    # An error with no interrupt behind it is still the error it is.
+    monkeypatch.setattr(split_command, "split_local", lambda *a, **k: (_ for _ in ()).throw(ConnectionError("x")))
+    with pytest.raises(ConnectionError):
+        app.main(["split", str(binlogs), "--out", "out", "--no-spark"])
