@@ -7,16 +7,13 @@ Both sides are read from relay logs, which hold what a slave received (after its
 master coordinates. What a skip policy leaves in a relay log for a transaction slave-side
 filtering empties is part of the expectation: the policy says it (`SkipPolicy.relayed`).
 
-Two ways answer it, with the same verdicts. The compiled way (`_verify_compiled`) answers the
-full stream's units from each slave's own rules through the core (`UnitList.rows`, statement
-keys), compares each run of units (kept whole, kept in part, or skipped whole in the form each
-skip policy relays: the send walk in relay mode, `_core.relayed`) with what the slave received
-as one byte range, and hands only the units the core declines to the slave's Python reference
-filter. The Python way (`_verify_python`) reads every relay log event by event
-(`relay_transactions`, this check's one reader of relay logs as Transactions) and filters each
-transaction of the full stream; it answers for a slave the compiled way does not take
-(replicate-rewrite-db, a master policy restricting it) or declines (a relay log it cannot read
-whole, a unit cut by a file's end, any difference: the Python way names each one).
+One way answers it (lab.simulate.verify_compiled): each slave's rules answer the full stream's
+units (their keep table through the core, the rules themselves for a unit it does not answer: DDL,
+a statement its keys do not read), the core's send walk in relay mode makes what each skip policy
+leaves of them in a relay log, and each run of them is compared with what the slave received as
+one byte range. Where they differ, the same answers are compared unit by unit, each received
+transaction found by its GTID (`relay_transactions`, this check's one reader of relay logs as
+Transactions), and each difference is named.
 
 MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
 the master sent it. Under the placeholder policy that count includes the placeholders the slave
@@ -39,11 +36,8 @@ from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
 from dumpfilter import _core
-from dumpfilter.rules.decider import Decider, gated
+from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
-from dumpfilter.rules.renamer import event_renamer
 
 if TYPE_CHECKING:
     from dumpfilter.rules.gate import Gate
@@ -51,7 +45,6 @@ if TYPE_CHECKING:
     # One slave to verify: its spec, its relay log per skip policy, what its own check dropped per
     # policy, and the master policy's gate for it (verify_slaves).
     Check = tuple[SlaveSpec, dict[str, Path], dict[str, int] | None, Gate | None]
-from dumpfilter import skip_policy
 
 MAX_LISTED = 20  # differences listed per slave; all are counted
 
@@ -110,13 +103,6 @@ def relay_transactions(relay_dir: Path) -> Iterator[Transaction]:
             event = Event(event.raw, max(0, event.log_pos - event.size), event.fmt)
         yield from grouper.push(event)
     yield from grouper.flush()
-
-
-def _received_transactions(relay_dir: Path) -> Iterator[tuple[str, Transaction]]:
-    """The transactions a slave received (its relay log's, but its control units), each with its `_key`."""
-    return ((_key(txn), txn) for txn in relay_transactions(relay_dir) if txn.kind != CONTROL)
-
-
 
 
 def _unit_transactions(kind: str, buf: bytes, start: int, end: int, base: int,
@@ -206,96 +192,21 @@ class _ByKey(Decider):
         self.inner.invalidate()
 
 
-class _Check:
-    """One slave's side of the single pass over the full stream: its reference filter and the
-    heads of the relay logs it received (one per skip policy)."""
-
-    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None,
-                 gate: Gate | None) -> None:
-        self.result = SlaveVerification(spec.name)
-        engine = RuleEngine(spec.rules, spec.settings)
-        # The slave's rules ANDed with the master policy's gate for its identity, as the master composes them.
-        self.reference = TransactionFilter(_ByKey(gated(engine, gate)), empty_transactions=KEEP)
-        self.rename = event_renamer(engine, spec.rules, spec.settings)
-        self.streams = {policy: _received_transactions(path) for policy, path in received.items()}
-        self.heads = {policy: next(it, None) for policy, it in self.streams.items()}
-        self.result.compared = dict.fromkeys(received, 0)
-        for policy, count in (dropped or {}).items():
-            if count:
-                self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
-
-    def feed(self, txn: Transaction, key: str | None = None) -> None:
-        """`key`: the transaction's `_key`, when the caller made it once for every slave."""
-        result, reference = self.result, self.reference
-        outcome = reference.filter(txn)  # resets its table-id cache at FDEs, as a replica does
-        if txn.kind == CONTROL:
-            return
-        result.transactions += 1
-        if key is None:
-            key = _key(txn)
-        for policy, stream in self.streams.items():
-            expected: list[Event] | None
-            if outcome.outcome in (KEPT, PARTIAL):
-                expected = outcome.events
-            else:
-                expected = skip_policy.named(policy).relayed(txn, outcome, reference)
-            if expected is not None and self.rename is not None:
-                expected = [self.rename(e) for e in expected]
-            head = self.heads[policy]
-            if head is not None and head[0] == key:
-                self.heads[policy] = next(stream, None)
-                got = head[1].events
-                if expected is None:
-                    result.add(Difference(policy, key, f"received {_describe(got)}; slave-side filtering "
-                                                       "skips the whole transaction"))
-                elif _norm(got) != _norm(expected):
-                    result.add(Difference(policy, key, f"received {_describe(got)}; slave-side filtering "
-                                                       f"keeps {_describe(expected)}"))
-                else:
-                    result.compared[policy] += 1
-            elif expected is not None:
-                result.add(Difference(policy, key, f"not received; slave-side filtering keeps {_describe(expected)}"))
-
-    def finish(self) -> SlaveVerification:
-        self.result.by_python = self.result.transactions
-        for policy, stream in self.streams.items():
-            head = self.heads[policy]
-            while head is not None:
-                self.result.add(Difference(policy, head[0], "received, but not in the full stream (or out of order)"))
-                head = next(stream, None)
-        return self.result
-
-
 def verify_slaves(full_relay: Path, checks: Iterable[Check]) -> list[SlaveVerification]:
     """Each (spec, received, slave_check_dropped, gate) of `checks`: every relay log in `received`
     (skip policy -> relay dir of that slave's stream) against slave-side filtering of `full_relay`
-    with `spec`'s rules (ANDed with the master policy's `gate`, when there is one). The compiled
-    way first (`_verify_compiled`: the slave's rules answer each unit through the core, the
-    Python reference filter only the units the core declines); a slave it cannot answer for (a
-    difference to describe, a relay log it cannot read whole, rules it does not take) is checked
-    transaction by transaction (`_verify_python`), which names each difference."""
-    from dumpfilter.lab.simulate.verify_compiled import _compilable, _verify_compiled
+    with `spec`'s rules (ANDed with the master policy's `gate`, when there is one), in one pass over
+    the full stream in runs; a slave whose relay logs differ (or cannot be read whole) in a second,
+    unit by unit, which names each difference."""
+    from dumpfilter.lab.simulate.verify_compiled import _verify_compiled
 
     checks = list(checks)
-    results: list[SlaveVerification | None] = [None] * len(checks)
-    compiled = [i for i, check in enumerate(checks) if _compilable(check)]
-    if compiled:
-        for i, found in zip(compiled, _verify_compiled(full_relay, [checks[i] for i in compiled])):
-            results[i] = found
+    results = _verify_compiled(full_relay, checks)
     rest = [i for i, found in enumerate(results) if found is None]
     if rest:
-        for i, found in zip(rest, _verify_python(full_relay, [checks[i] for i in rest])):
+        for i, found in zip(rest, _verify_compiled(full_relay, [checks[i] for i in rest], keyed=True)):
+            if found is None:
+                found = SlaveVerification(checks[i][0].name)
+                found.add(Difference("-", "-", f"the full stream's relay log {full_relay} cannot be read whole"))
             results[i] = found
     return [found for found in results if found is not None]
-
-
-def _verify_python(full_relay: Path, checks: list[Check]) -> list[SlaveVerification]:
-    """One pass over the full stream for every slave, transaction by transaction: it is read and
-    grouped once."""
-    states = [_Check(spec, received, dropped, gate) for spec, received, dropped, gate in checks]
-    for txn in relay_transactions(full_relay):
-        key = _key(txn) if txn.kind != CONTROL else None  # (its GTID decoded once, not once per slave)
-        for state in states:
-            state.feed(txn, key)
-    return [state.finish() for state in states]
-

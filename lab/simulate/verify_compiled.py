@@ -1,20 +1,19 @@
-"""simulate --verify's compiled way (see `equivalence`): the full stream's units answered for each
-slave by the core from the slave's own rules, each run of them compared with what the slave
-received under each skip policy as one byte range, and only the units the core declines handed to
-the slave's Python reference filter. It declines a slave it cannot answer for, whose verdict the
-Python way gives.
+"""simulate --verify's one way (see `equivalence`): the full stream's units answered for each slave
+from its own rules, what each of its relay logs holds of them made by the core, and each run
+compared with what the slave received as one byte range.
 
-The full stream's units are answered by the core from each slave's rules (its keep byte per table
-name, `UnitList.rows`; per statement key, `UnitList.statement_rows`), and what each of its relay
-logs holds for a run of them is made by the send walk in relay mode (`_core.relayed`,
-core/src/send.rs): a unit every table of which the rules keep is relayed byte for byte, whatever
-the skip policy; a unit kept in part as its kept events (slave-side filtering's); a unit no table
-of which they keep leaves its policy's form as the slave relays it (nothing under heartbeat; the
-GTID and XID of the placeholder policy's unit; the empty transaction), made by the core's one
-maker of those forms (skip_forms.rs). Each run is compared at once with what the slave received.
-Every other unit (control events, DDL, statements the keys do not read, a unit the walk does not
-cut, a form the core does not make: a transaction payload's, a skipped DDL's placeholder) goes
-through the slave's Python reference filter, in stream order. What a slave received is read as
+A unit is answered by the slave's keep table through the core (its keep byte per table name,
+`UnitList.rows`; per statement key, `UnitList.statement_rows`), and where the table leaves it
+(DDL, a statement its keys do not read; every unit of a slave whose master policy bounds statement
+texts, or whose rules read annotations) by the rules themselves, as the master's StatementAnswers
+asks them: kept whole, skipped or emptied. What a relay log holds of a run of answered units is
+made by the send walk in relay mode (`_core.relayed`, core/src/send.rs): a unit kept whole byte
+for byte, whatever the skip policy; a unit kept in part as its kept events; a skipped unit as its
+policy's form as the slave relays it (nothing under heartbeat; the GTID and XID of the placeholder
+policy's unit; the empty transaction), then renamed as the slave's replicate-rewrite-db renames
+it. Only a unit the walk cannot make goes by the rules' kept events or the policy's `relayed`: a
+unit kept in part it cannot cut (a MySQL statement unit), a form it does not make (a MariaDB
+statement unit's placeholder framing, a transaction payload's). What a slave received is read as
 one byte string: its relay log's units back to back."""
 
 from __future__ import annotations
@@ -35,13 +34,16 @@ from dumpfilter._core import SKIP_HEARTBEAT, SKIP_STOP
 from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KINDS,
                                       Scanner, UnitScan, unit_events)
 from dumpfilter.codec.transactions import CONTROL, Transaction
-from dumpfilter.lab.simulate.equivalence import Difference, SlaveVerification, _ByKey, _unit_transactions
+from dumpfilter.codec.event import HEADER
+from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
+from dumpfilter.lab.simulate.equivalence import (Difference, SlaveVerification, _ByKey, _describe, _key, _norm,
+                                                 _unit_transactions, relay_transactions)
+from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import event_renamer
-from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, TransactionFilter
-from dumpfilter.topology import SlaveSpec
+from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, SKIPPED, TransactionFilter
 
 if TYPE_CHECKING:
     from dumpfilter.lab.simulate.equivalence import Check
@@ -184,16 +186,6 @@ class _Received:
         return self._at == self._end and next(self._spans, None) is None
 
 
-def _compilable(check: Check) -> bool:
-    """Whether the compiled way takes a slave: its rules rename nothing and the master policy
-    restricts nothing for it (a gate bounds annotation texts and statements by their text)."""
-    spec, _received, _dropped, gate = check
-    if gate is not None and gate.bounds:
-        return False
-    engine = RuleEngine(spec.rules, spec.settings)
-    return event_renamer(engine, spec.rules, spec.settings) is None and not engine.checks_annotations
-
-
 class _Compared(NamedTuple):
     """A run the core answered and compared (rules.walk_driver.Ran; the reference counts no hits)."""
 
@@ -202,101 +194,218 @@ class _Compared(NamedTuple):
 
 
 class _SlaveWalk:
-    """One slave of the compiled way: its answers per unit, its Python reference for the units
-    the core declines, and what it received per skip policy."""
+    """One slave: the rules' answer for each unit of the full stream, what the core's send walk in
+    relay mode makes of it under each skip policy, and what the slave received per skip policy.
+    In runs (`_Received`: one byte range per run) until a difference, or `keyed`: unit by unit,
+    each received transaction found by its GTID (`relay_transactions`), every difference named."""
 
-    def __init__(self, spec: SlaveSpec, received: dict[str, Path], dropped: dict[str, int] | None) -> None:
+    def __init__(self, check: Check, keyed: bool = False) -> None:
+        spec, received, dropped, gate = check
         self.result = SlaveVerification(spec.name)
         self.result.compared = dict.fromkeys(received, 0)
         for policy, count in (dropped or {}).items():
             if count:
                 self.result.add(Difference(policy, "-", f"the master sent {count} event(s) the slave's own rules drop"))
         engine = RuleEngine(spec.rules, spec.settings)
-        self.reference = TransactionFilter(_ByKey(engine), empty_transactions=KEEP)
-        self.keeps = KeepTable(engine)
-        self.received = {policy: _Received(path) for policy, path in received.items()}
-        self.policies = {policy: skip_policy.named(policy) for policy in received}
+        # The rules' answer (ANDed with the master policy's gate for the slave, as the master
+        # composes them) for a unit the keep table does not answer: DDL, a statement its keys do
+        # not read; every unit where a gate bounds statement texts or the rules read annotations.
+        decider = gated(engine, gate)
+        self.reference = TransactionFilter(_ByKey(decider), empty_transactions=KEEP)
+        self.keeps = KeepTable(engine) if decider is engine and not engine.checks_annotations else None
+        self.rename = event_renamer(engine, spec.rules, spec.settings)
+        self.keyed = keyed
+        self.received = {policy: _Received(path) for policy, path in received.items()} if not keyed else {}
+        self.heads = {policy: _Heads(path) for policy, path in received.items()} if keyed else {}
+        self.policies = [skip_policy.named(policy) for policy in received]
         # What each policy makes of a skipped unit (`_core.relayed` makes its relayed form).
-        self.skips = bytes(p.walk_skip for p in self.policies.values())
-        self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)
-        self.by_core = 0    # full-stream units the core answered
-        self.by_python = 0  # and those the reference filter did
+        self.skips = bytes(p.walk_skip for p in self.policies)
+        self.driver: Driver[KeyRows, _core.KeysUsed] | None = Driver(self.keeps) if self.keeps is not None else None
 
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
-        """Units start..stop of a chunk (no Format_description before `stop` - 1), run by the one
-        driver (rules.walk_driver) with this slave's keep table: each run the core answers under
-        every skip policy of the slave (units kept whole as they are, units kept in part as their
-        kept events, units skipped whole as the form the policy relays: `_core.relayed`) compared at once with what each relay log
-        received (`run`), the unit that ends it fed to the reference (`step`)."""
-        self.full, self.stop = chunk, stop
-        fmt = chunk.fmt_at(start)
-        # Without a format, a skipped unit's form is not made: the reference takes it.
+        """Units start..stop of a chunk (no Format_description before `stop` - 1): the runs the
+        core answers (units kept whole as they are, kept in part as their kept events, skipped
+        whole as the form each policy relays: `_core.relayed`), by the one driver
+        (rules.walk_driver) with this slave's keep table, each compared at once with what each relay
+        log received (`run`); a unit the core does not answer goes the general way (`step`)."""
+        self.full, self.start, self.stop = chunk, start, stop
+        self.fmt = fmt = chunk.fmt_at(start)
+        # Without a format, a skipped unit's form is not made: the general way takes it.
         self.run_skips = self.skips if fmt is not None else bytes(
             s if s == SKIP_HEARTBEAT else SKIP_STOP for s in self.skips)
         self.crc = fmt is not None and fmt.checksum_len > 0
         self._row: tuple[KeyRows | None, bytes, bytes, bytes | None] | None = None  # answers, keep bytes
-        self._declined = -1  # where the core last stopped: the reference's unit
-        self.driver.drive(self, stop, start)
+        self._declined = -1  # where the core last stopped: the general way's unit
+        if self.keyed:
+            at = start
+            while at < stop:
+                at = self.step(at)
+        elif self.driver is None:
+            at = start
+            while at < stop:
+                ran = self.run(at, None)
+                at = ran.next if ran is not None and ran.next > at else self.step(at)
+        else:
+            self.driver.drive(self, stop, start)
 
     def key_space(self, at: int) -> object | None:
-        return self.full if self.keeps.keys_enabled and self.full.keys else None
+        return self.full if self.keeps is not None and self.keeps.keys_enabled and self.full.keys else None
 
     def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
         return self.full.keys
 
-    def run(self, at: int, keys: KeyRows | None) -> _Compared | None:
-        if at == self._declined:
-            return None
-        units = self.full.units
+    def _answers(self, keys: KeyRows | None) -> tuple[KeyRows | None, bytes, bytes, bytes | None]:
+        """This slave's answer byte per unit of the chunk, those of units start..stop the keep table
+        leaves ROW_SLOW asked of the rules (`reference`): kept whole, ROW_KEEP; skipped or emptied,
+        ROW_SKIP; kept in part, left to the general way."""
         made = self._row
-        if made is None or made[0] is not keys:
+        if made is not None and made[0] is keys:
+            return made
+        units = self.full.units
+        if self.keeps is None:
+            keep, stmt_keep = b"", None
+            row = bytearray([ROW_SLOW]) * (self.stop)
+        else:
             keep = self.keeps.tables(self.full.names)
             row = units.rows(keep)
             row, stmt_keep = (row, None) if keys is None else (units.statement_rows(row, keys.keep), keys.keep)
-            made = self._row = (keys, row, keep, stmt_keep)
-        run = _core.relayed(units, made[1], made[2], at, self.stop, self.run_skips, self.crc, made[3])
+            row = bytearray(row)
+        k = row.find(ROW_SLOW, self.start, self.stop)
+        while k >= 0:
+            if units.unit(k).kind:  # (a control unit: the general way's)
+                (txn,) = self.full.transactions(k)
+                outcome = self.reference.filter(txn)
+                if outcome.outcome == KEPT and len(outcome.events) == len(txn.events):
+                    row[k] = ROW_KEEP
+                elif outcome.outcome in (EMPTIED, SKIPPED):
+                    row[k] = ROW_SKIP
+            k = row.find(ROW_SLOW, k + 1, self.stop)
+        made = self._row = (keys, bytes(row), keep, stmt_keep)
+        return made
+
+    def run(self, at: int, keys: KeyRows | None) -> _Compared | None:
+        if at == self._declined:
+            return None
+        _, row, keep, stmt_keep = self._answers(keys)
+        run = _core.relayed(self.full.units, row, keep, at, self.stop, self.run_skips, self.crc, stmt_keep)
         self._declined = run.next
         if run.next > at:
             result = self.result
             for (policy, stream), data, count in zip(self.received.items(), run.data, run.units):
-                if not stream.match(memoryview(data)):
+                if not stream.match(memoryview(self._renamed(data))):
                     raise _Declined
                 result.compared[policy] += count
             result.transactions += run.next - at
-            self.by_core += run.next - at
+            result.by_core += run.next - at
         return _Compared(run.next)
 
     def step(self, at: int) -> int:
-        for txn in self.full.transactions(at):
-            self.feed(txn)
-        return at + 1
-
-    def feed(self, txn: Transaction) -> None:
-        """A unit the core declined, as `_Check.feed` judges it."""
-        outcome = self.reference.filter(txn)
-        if txn.kind == CONTROL:
-            if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                self.keeps.forget_tables()
-            return
+        """Unit `at` alone: a control unit to the rules (a Format_description resets them), any
+        other compared with what each relay log received of it."""
+        txns = self.full.transactions(at)
+        if not txns or txns[0].kind == CONTROL:
+            for txn in txns:
+                self.reference.filter(txn)
+                if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION and self.keeps is not None:
+                    self.keeps.forget_tables()
+            return at + 1
+        txn = txns[0]
         self.result.transactions += 1
-        self.by_python += 1
-        for policy, stream in self.received.items():
-            expected: list[Event] | None
-            if outcome.outcome in (KEPT, PARTIAL):
-                expected = outcome.events
-            else:
-                expected = self.policies[policy].relayed(txn, outcome, self.reference)
-            if expected is None:
+        expected = self._expected(at, txn)
+        if self.keyed:
+            self._compare(_key(txn), expected)
+            return at + 1
+        for (policy, stream), data in zip(self.received.items(), expected):
+            if data is None:
                 continue
-            if not stream.match(memoryview(b"".join([e.raw for e in expected]))):
+            if not stream.match(memoryview(data)):
                 raise _Declined
             self.result.compared[policy] += 1
+        return at + 1
+
+    def _expected(self, at: int, txn: Transaction) -> list[bytes | None]:
+        """What each relay log holds of unit `at` (None: nothing): the core's relayed form of the
+        rules' answer; where the core does not make it (a unit kept in part it cannot cut, a MySQL
+        statement unit's placeholder framing, a transaction payload's), the rules' kept events or
+        the form the skip policy says."""
+        _, row, keep, stmt_keep = self._row or self._answers(None)
+        run = _core.relayed(self.full.units, row, keep, at, at + 1, self.run_skips, self.crc, stmt_keep)
+        if run.next > at:
+            self.result.by_core += 1
+            return [self._renamed(data) if count else None for data, count in zip(run.data, run.units)]
+        self.result.by_python += 1
+        outcome = self.reference.filter(txn)
+        out: list[bytes | None] = []
+        for policy in self.policies:
+            events: list[Event] | None = outcome.events if outcome.outcome in (KEPT, PARTIAL) else \
+                policy.relayed(txn, outcome, self.reference)
+            if events is not None and self.rename is not None:
+                events = [self.rename(e) for e in events]
+            out.append(None if events is None else b"".join([e.raw for e in events]))
+        return out
+
+    def _renamed(self, data: bytes) -> bytes:
+        """`data`'s events as the slave's replicate-rewrite-db renames them."""
+        if self.rename is None or not data:
+            return data
+        return b"".join([self.rename(e).raw for e in _events(data, self.fmt)])
+
+    def _compare(self, key: str, expected: list[bytes | None]) -> None:
+        """The unit `key` expected of each relay log, against the transaction received there."""
+        result = self.result
+        for (policy, heads), data in zip(self.heads.items(), expected):
+            want = None if data is None else _events(data, self.fmt)
+            got = heads.take(key)
+            if got is None:
+                if want is not None:
+                    result.add(Difference(policy, key, f"not received; slave-side filtering keeps {_describe(want)}"))
+            elif want is None:
+                result.add(Difference(policy, key, f"received {_describe(got)}; slave-side filtering "
+                                                   "skips the whole transaction"))
+            elif _norm(got) != _norm(want):
+                result.add(Difference(policy, key, f"received {_describe(got)}; slave-side filtering "
+                                                   f"keeps {_describe(want)}"))
+            else:
+                result.compared[policy] += 1
 
     def finish(self) -> SlaveVerification:
         if not all(stream.finished() for stream in self.received.values()):
             raise _Declined
-        self.result.by_core, self.result.by_python = self.by_core, self.by_python
+        for policy, heads in self.heads.items():
+            for key in heads.rest():
+                self.result.add(Difference(policy, key, "received, but not in the full stream (or out of order)"))
         return self.result
+
+
+class _Heads:
+    """A relay log's transactions (`relay_transactions`, but its control units), taken in order by key."""
+
+    def __init__(self, directory: Path) -> None:
+        self._it = (txn for txn in relay_transactions(directory) if txn.kind != CONTROL)
+        self._head = next(self._it, None)
+
+    def take(self, key: str) -> list[Event] | None:
+        """The events of the next transaction received, where it is `key`'s."""
+        head = self._head
+        if head is None or _key(head) != key:
+            return None
+        self._head = next(self._it, None)
+        return head.events
+
+    def rest(self) -> Iterator[str]:
+        while self._head is not None:
+            yield _key(self._head)
+            self._head = next(self._it, None)
+
+
+def _events(data: bytes, fmt: FormatDescription | None) -> list[Event]:
+    """The events of `data`, back to back."""
+    out, at, unpack = [], 0, HEADER.unpack_from
+    while at < len(data):
+        size = unpack(data, at)[3]
+        out.append(Event(data[at:at + size], at, fmt))
+        at += size
+    return out
 
 
 class _FullChunk:
@@ -343,10 +452,11 @@ class _FullChunk:
         return _unit_transactions(KINDS[u.kind], self.buf, u.start, u.end, self.base, self.fmt_at(k))
 
 
-def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerification | None]:
-    """The compiled way for each slave of `checks` (`_compilable` ones), one pass over the full
-    stream: a SlaveVerification, or None where it declined (the Python way answers)."""
-    walks: list[_SlaveWalk | None] = [_SlaveWalk(spec, received, dropped) for spec, received, dropped, _ in checks]
+def _verify_compiled(full_relay: Path, checks: list[Check], keyed: bool = False) -> list[SlaveVerification | None]:
+    """Each slave of `checks` in one pass over the full stream: a SlaveVerification, or (not
+    `keyed`) None where what it received differs, or cannot be read whole (the keyed way names
+    the differences)."""
+    walks: list[_SlaveWalk | None] = [_SlaveWalk(check, keyed) for check in checks]
     try:
         scanner = Scanner(str(full_relay))
         fmt: FormatDescription | None = None
@@ -357,7 +467,7 @@ def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerific
             live = [w for w in walks if w is not None]
             if not live:
                 break
-            full = _FullChunk(scanner, chunk, fmt, any(w.keeps.keys_enabled for w in live))
+            full = _FullChunk(scanner, chunk, fmt, any(w.keeps is not None and w.keeps.keys_enabled for w in live))
             cuts = [k + 1 for k, _ in full.fdes]
             for i, walk in enumerate(walks):
                 if walk is None:
@@ -372,7 +482,12 @@ def _verify_compiled(full_relay: Path, checks: list[Check]) -> list[SlaveVerific
                     walks[i] = None
             fmt, chunk.stop, chunk.rotated_to = full.fmt_out, full.stop, full.rotated_to
     except _Declined:
-        return [None] * len(walks)
+        if not keyed:
+            return [None] * len(walks)
+        unread = [SlaveVerification(spec.name) for spec, *_ in checks]
+        for found in unread:
+            found.add(Difference("-", "-", f"the full stream's relay log {full_relay} cannot be read whole"))
+        return list(unread)
     results: list[SlaveVerification | None] = []
     for walk in walks:
         try:
