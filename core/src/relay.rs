@@ -219,7 +219,7 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
 /// without FL_STANDALONE and FL_DDL, closed by a COMMIT), appended to `own`; false, nothing
 /// written, for any other unit. Each went through the slave's per-event way: 11,906 of them in
 /// the placeholder stream of the DDL-heavy 431 MB binlog, which ran at 0.30x the heartbeat's.
-fn skipped_ddl(buf: &[u8], u: &Unit, crc_len: usize, own: &mut Vec<u8>) -> bool {
+pub(crate) fn skipped_ddl(buf: &[u8], u: &Unit, crc_len: usize, own: &mut Vec<u8>) -> bool {
     const DDL: u32 = F_MARIADB_GTID | F_STANDALONE;
     let g = u.gtid_size as usize;
     let Some(raw) = buf

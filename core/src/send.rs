@@ -8,7 +8,7 @@
 //! counting (`count_only`, with `count_walk`) and relaying (`relay`: `simulate --verify`'s
 //! expectation of a slave's relay log).
 
-use crate::relay::placeholder_unit;
+use crate::relay::{placeholder_unit, skipped_ddl};
 use crate::rows::{ROW_KEEP as KEEP, ROW_PARTIAL as PARTIAL, ROW_SKIP as SKIP};
 use crate::scan::{Unit, F_MARIADB_GTID};
 use crate::sent::Sent;
@@ -435,9 +435,9 @@ pub fn relayed(
 
 /// Skipped unit `u`'s placeholder form (`form`, of `events` events) as the slave relays it,
 /// appended to `out`: a MariaDB unit's GTID and XID, its placeholders dropped (the relay run's
-/// `placeholder_unit`); a MySQL unit's framing, its GTID's transaction_length counting what is
-/// left (`skip_forms::relayed_placeholders`). False, `out` as it was, for any other form (a
-/// statement unit's, a skipped DDL's): the caller's reference takes the unit.
+/// `placeholder_unit`), a DDL's its empty transaction (`skipped_ddl`); a MySQL unit's framing,
+/// its GTID's transaction_length counting what is left (`skip_forms::relayed_placeholders`).
+/// False, `out` as it was, for any other form (a MariaDB statement unit's): the caller takes it.
 fn relayed_form(u: &ListedUnit, form: &[u8], events: u64, crc: bool, out: &mut Vec<u8>) -> bool {
     if u.flags & F_MARIADB_GTID == 0 {
         let at = out.len();
@@ -456,7 +456,7 @@ fn relayed_form(u: &ListedUnit, form: &[u8], events: u64, crc: bool, out: &mut V
         ..Unit::default()
     };
     let Some(p) = placeholder_unit(form, &sent) else {
-        return false;
+        return skipped_ddl(form, &sent, if crc { 4 } else { 0 }, out);
     };
     out.extend_from_slice(&form[p.gtid.0..p.gtid.1]);
     out.extend_from_slice(&form[p.xid.0..p.xid.1]);

@@ -22,7 +22,7 @@ then drops, so GTID events are compared by their GTID (and type), every other ev
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,9 +35,6 @@ from dumpfilter.codec.scanner import unit_events
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
-from dumpfilter import _core
-from dumpfilter.rules.decider import Decider
-from dumpfilter.rules.decisions import Decision
 
 if TYPE_CHECKING:
     from dumpfilter.rules.gate import Gate
@@ -148,48 +145,6 @@ def _norm(events: Iterable[Event]) -> tuple[object, ...]:
 def _describe(events: list[Event]) -> str:
     names = [e.type_name for e in events]
     return f"{len(events)} events ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''})"
-
-
-class _ByKey(Decider):
-    """A decider whose single-table DML statements are decided once per statement key (kind, default
-    database, the table it updates: `_core.statement_key`), as the master and `filter` decide them,
-    where its decisions are a function of that key (`Decider.keys_statements`); everything else is
-    asked of `inner`. Slave-side filtering of the full stream decides the same, without parsing
-    each of a sysbench binlog's statements again (two thirds of --verify's time)."""
-
-    def __init__(self, inner: Decider):
-        self.inner = inner
-        self.checks_annotations = inner.checks_annotations
-        self.by_key = inner.keys_statements
-        self.known: dict[tuple[Hashable, str | None], bool] = {}  # (statement key, default database)
-
-    def decide_table(self, db: str, table: str) -> Decision:
-        return self.inner.decide_table(db, table)
-
-    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
-        return self.inner.decide_statement(sql, current_db)
-
-    def table_kept(self, db: str, table: str) -> bool:
-        return self.inner.table_kept(db, table)
-
-    def statement_kept(self, sql: str, current_db: str | None) -> bool:
-        if not self.by_key:
-            return self.inner.statement_kept(sql, current_db)
-        shape = _core.statement_key(sql.encode("utf-8", "surrogateescape"))
-        if shape is None:
-            return self.inner.statement_kept(sql, current_db)
-        key = (shape, current_db)
-        kept = self.known.get(key)
-        if kept is None:
-            kept = self.known[key] = self.inner.decide_statement_key(sql, current_db).apply
-        return kept
-
-    def annotation_kept(self, sql: str, tables: Sequence[tuple[str, str]]) -> bool:
-        return self.inner.annotation_kept(sql, tables)
-
-    def invalidate(self) -> None:
-        self.known.clear()
-        self.inner.invalidate()
 
 
 def verify_slaves(full_relay: Path, checks: Iterable[Check]) -> list[SlaveVerification]:

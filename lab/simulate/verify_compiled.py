@@ -36,7 +36,7 @@ from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNOR
 from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
-from dumpfilter.lab.simulate.equivalence import (Difference, SlaveVerification, _ByKey, _describe, _key, _norm,
+from dumpfilter.lab.simulate.equivalence import (Difference, SlaveVerification, _describe, _key, _norm,
                                                  _unit_transactions, relay_transactions)
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
@@ -211,7 +211,7 @@ class _SlaveWalk:
         # composes them) for a unit the keep table does not answer: DDL, a statement its keys do
         # not read; every unit where a gate bounds statement texts or the rules read annotations.
         decider = gated(engine, gate)
-        self.reference = TransactionFilter(_ByKey(decider), empty_transactions=KEEP)
+        self.reference = TransactionFilter(decider, empty_transactions=KEEP)
         self.keeps = KeepTable(engine) if decider is engine and not engine.checks_annotations else None
         self.rename = event_renamer(engine, spec.rules, spec.settings)
         self.keyed = keyed
