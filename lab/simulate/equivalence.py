@@ -63,7 +63,8 @@ class SlaveVerification:
     compared: dict[str, int] = field(default_factory=dict)   # policy -> transactions received and matched
     differences: list[Difference] = field(default_factory=list)
     total_differences: int = 0
-    # Of `transactions`, those the compiled core answered and those the Python reference filter did.
+    # Of `transactions`, those whose relay forms the core made, and those it does not make (by the
+    # rules' kept events or the skip policy's `relayed`).
     by_core: int = 0
     by_python: int = 0
 

@@ -54,7 +54,7 @@ _QUERY = int(EventType.QUERY)
 
 
 class _Declined(Exception):
-    """The compiled way does not answer for a slave: the Python way does, transaction by transaction."""
+    """What a slave received differs from the runs (or cannot be read whole): the keyed way names where."""
 
 
 class _Chunk:
@@ -417,7 +417,7 @@ class _FullChunk:
         self.units = units = _core.UnitList()
         scan = scanner.scan_into(units, chunk.buf, 0, chunk.base, chunk.name, at_eof=chunk.eof)
         if scan.error is not None:
-            raise _Declined  # (the Python way reports it)
+            raise _Declined  # (the keyed way reports it)
         self.n, self.stop = scan.added, scan.stop
         self.fmt_in = fmt
         # The Format_description units, and the format after each: the slaves' walks stop there.
