@@ -212,7 +212,8 @@ class _SlaveWalk:
         # not read; every unit where a gate bounds statement texts or the rules read annotations.
         decider = gated(engine, gate)
         self.reference = TransactionFilter(decider, empty_transactions=KEEP)
-        self.keeps = KeepTable(engine) if decider is engine and not engine.checks_annotations else None
+        self.keeps = KeepTable(engine)
+        self.by_table = decider is engine and not engine.checks_annotations  # (else the rules answer every unit)
         self.rename = event_renamer(engine, spec.rules, spec.settings)
         self.keyed = keyed
         self.received = {policy: _Received(path) for policy, path in received.items()} if not keyed else {}
@@ -220,7 +221,7 @@ class _SlaveWalk:
         self.policies = [skip_policy.named(policy) for policy in received]
         # What each policy makes of a skipped unit (`_core.relayed` makes its relayed form).
         self.skips = bytes(p.walk_skip for p in self.policies)
-        self.driver: Driver[KeyRows, _core.KeysUsed] | None = Driver(self.keeps) if self.keeps is not None else None
+        self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)
 
     def walk(self, chunk: _FullChunk, start: int, stop: int) -> None:
         """Units start..stop of a chunk (no Format_description before `stop` - 1): the runs the
@@ -240,16 +241,11 @@ class _SlaveWalk:
             at = start
             while at < stop:
                 at = self.step(at)
-        elif self.driver is None:
-            at = start
-            while at < stop:
-                ran = self.run(at, None)
-                at = ran.next if ran is not None and ran.next > at else self.step(at)
         else:
             self.driver.drive(self, stop, start)
 
     def key_space(self, at: int) -> object | None:
-        return self.full if self.keeps is not None and self.keeps.keys_enabled and self.full.keys else None
+        return self.full if self.by_table and self.keeps.keys_enabled and self.full.keys else None
 
     def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
         return self.full.keys
@@ -262,7 +258,7 @@ class _SlaveWalk:
         if made is not None and made[0] is keys:
             return made
         units = self.full.units
-        if self.keeps is None:
+        if not self.by_table:
             keep, stmt_keep = b"", None
             row = bytearray([ROW_SLOW]) * (self.stop)
         else:
@@ -306,7 +302,7 @@ class _SlaveWalk:
         if not txns or txns[0].kind == CONTROL:
             for txn in txns:
                 self.reference.filter(txn)
-                if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION and self.keeps is not None:
+                if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
                     self.keeps.forget_tables()
             return at + 1
         txn = txns[0]
@@ -467,7 +463,7 @@ def _verify_compiled(full_relay: Path, checks: list[Check], keyed: bool = False)
             live = [w for w in walks if w is not None]
             if not live:
                 break
-            full = _FullChunk(scanner, chunk, fmt, any(w.keeps is not None and w.keeps.keys_enabled for w in live))
+            full = _FullChunk(scanner, chunk, fmt, any(w.by_table and w.keeps.keys_enabled for w in live))
             cuts = [k + 1 for k, _ in full.fdes]
             for i, walk in enumerate(walks):
                 if walk is None:
