@@ -28,7 +28,7 @@ from dumpfilter import _core, skip_policy
 from dumpfilter.binlogs.files import binlog_listing
 from dumpfilter.binlogs.tail import _rotated_name
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC
+from dumpfilter.codec.constants import LOG_EVENT_ARTIFICIAL_F, MAGIC, QUERY_EVENT_TYPES
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter._core import SKIP_HEARTBEAT, SKIP_STOP
 from dumpfilter.codec.scanner import (F_COMPLETE, F_HAS_FDE, F_UNKNOWN_NON_IGNORABLE, KINDS,
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 _CHUNK = 8 << 20  # full-stream bytes scanned at once (a UnitList each)
 _RELAY_CHUNK = 1 << 20  # a received relay log's (8 MB ones held 75 MB more over five logs)
 _QUERY = int(EventType.QUERY)
+_NAMING = frozenset({*QUERY_EVENT_TYPES, EventType.EXECUTE_LOAD_QUERY, EventType.TABLE_MAP})  # what a rename reads
 
 
 class _Declined(Exception):
@@ -344,7 +345,15 @@ class _SlaveWalk:
         """`data`'s events as the slave's replicate-rewrite-db renames them."""
         if self.rename is None or not data:
             return data
-        return b"".join([self.rename(e).raw for e in _events(data, self.fmt)])
+        out, run, at, n, rename = [], 0, 0, len(data), self.rename
+        while at < n:  # (the events between two that name a database copied as one)
+            size = int.from_bytes(data[at + 9:at + 13], "little")
+            if data[at + 4] in _NAMING:
+                out += (data[run:at], rename(Event(data[at:at + size], at, self.fmt)).raw)
+                run = at + size
+            at += size
+        out.append(data[run:])
+        return b"".join(out)
 
     def _compare(self, key: str, expected: list[bytes | None]) -> None:
         """The unit `key` expected of each relay log, against the transaction received there."""
