@@ -81,8 +81,10 @@ fn forms_follow_the_owed_heartbeat_and_a_form_not_made_leaves_nothing() {
 /// The relay mode (`relayed`, `simulate --verify`'s expectation of a slave's relay logs): a unit
 /// kept as it is under every policy; a skipped one as nothing (heartbeat: no Heartbeat is
 /// relayed), its GTID and XID (placeholder: the slave drops the placeholders) or its empty
-/// transaction; every policy stops at the first unit one of them cannot answer (here a lone DDL,
-/// whose placeholder form the slave's relay run does not take).
+/// transaction; every policy stops at the first unit one of them cannot answer (here a GTID and
+/// one statement not flagged a DDL, whose placeholder form the slave's relay run does not take).
+/// A skipped DDL (FL_STANDALONE, FL_DDL) is relayed under the placeholder policy as the slave's
+/// relay run writes it: its empty transaction (`relay::skipped_ddl`).
 #[test]
 fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
     let mut buf = Vec::new();
@@ -141,5 +143,26 @@ fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
     assert_eq!(
         heartbeat[0].next, 3,
         "alone, the heartbeat policy takes the DDL"
+    );
+    let mut ddl_buf = buf.clone();
+    let standalone = crate::types::MARIADB_FL_STANDALONE | crate::types::MARIADB_FL_DDL;
+    ddl_buf[start + HEADER_LEN + 12] = standalone;
+    let mut units = units;
+    units[2].flags |= crate::scan::F_STANDALONE;
+    let mut list = UnitList::default();
+    list.add(b"f", 0, &units, &[]);
+    let walks = relayed(&list, &[&ddl_buf], None, answers, 0, &skips, false);
+    assert!(
+        walks.iter().all(|s| s.next == 3),
+        "a DDL's forms are the walk's"
+    );
+    let mut want = [kept, gtid, xid].concat();
+    let ddl = &ddl_buf[units[2].start..units[2].end];
+    skip_forms::empty(ddl, gtid_size as usize, false, Some(&mut want)).unwrap();
+    let mut placeholder = vec![0u8; walks[1].out_len];
+    walks[1].fill(&[&ddl_buf], &mut placeholder);
+    assert_eq!(
+        placeholder, want,
+        "placeholder: the DDL's empty transaction"
     );
 }
