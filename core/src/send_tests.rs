@@ -147,7 +147,6 @@ fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
     let mut ddl_buf = buf.clone();
     let standalone = crate::types::MARIADB_FL_STANDALONE | crate::types::MARIADB_FL_DDL;
     ddl_buf[start + HEADER_LEN + 12] = standalone;
-    let mut units = units;
     units[2].flags |= crate::scan::F_STANDALONE;
     let mut list = UnitList::default();
     list.add(b"f", 0, &units, &[]);

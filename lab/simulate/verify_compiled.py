@@ -259,14 +259,15 @@ class _SlaveWalk:
         if made is not None and made[0] is keys:
             return made
         units = self.full.units
+        keep, stmt_keep = b"", None
         if not self.by_table:
-            keep, stmt_keep = b"", None
-            row = bytearray([ROW_SLOW]) * (self.stop)
+            row = bytearray([ROW_SLOW]) * self.stop
         else:
             keep = self.keeps.tables(self.full.names)
-            row = units.rows(keep)
-            row, stmt_keep = (row, None) if keys is None else (units.statement_rows(row, keys.keep), keys.keep)
-            row = bytearray(row)
+            by_table = units.rows(keep)
+            if keys is not None:
+                by_table, stmt_keep = units.statement_rows(by_table, keys.keep), keys.keep
+            row = bytearray(by_table)
         k = row.find(ROW_SLOW, self.start, self.stop)
         while k >= 0:
             if units.unit(k).kind:  # (a control unit: the general way's)
@@ -345,7 +346,8 @@ class _SlaveWalk:
         """`data`'s events as the slave's replicate-rewrite-db renames them."""
         if self.rename is None or not data:
             return data
-        out, run, at, n, rename = [], 0, 0, len(data), self.rename
+        out: list[bytes] = []
+        run, at, n, rename = 0, 0, len(data), self.rename
         while at < n:  # (the events between two that name a database copied as one)
             size = int.from_bytes(data[at + 9:at + 13], "little")
             if data[at + 4] in _NAMING:
