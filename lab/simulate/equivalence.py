@@ -29,10 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from dumpfilter.codec import Event, EventType, TransactionGrouper
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
-from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.event import HEADER
-from dumpfilter.codec.scanner import unit_events
-from dumpfilter.codec.transactions import CONTROL, Transaction
+from dumpfilter.codec.transactions import Transaction
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, TailingReader
 from dumpfilter.topology import SlaveSpec
 
@@ -101,29 +98,6 @@ def relay_transactions(relay_dir: Path) -> Iterator[Transaction]:
             event = Event(event.raw, max(0, event.log_pos - event.size), event.fmt)
         yield from grouper.push(event)
     yield from grouper.flush()
-
-
-def _unit_transactions(kind: str, buf: bytes, start: int, end: int, base: int,
-                       fmt: FormatDescription | None) -> list[Transaction]:
-    """The whole unit buf[start:end] (file offset base + start) as `relay_transactions` groups it,
-    each event at its master position: a Transaction, or for a control unit one per event the
-    relay log's own framing does not account for."""
-    if kind == CONTROL:
-        events, _ = unit_events(buf[start:end], base + start, fmt)
-        return [Transaction(CONTROL, [_at_master(e)]) for e in events
-                if e.type_code not in FILE_FRAMING_TYPES or e.type_code == EventType.FORMAT_DESCRIPTION]
-    at, out = start, []
-    unpack = HEADER.unpack_from
-    while at < end:
-        header = unpack(buf, at)
-        size, log_pos = header[3], header[4]
-        out.append(Event(buf[at:at + size], max(0, log_pos - size) if log_pos else base + at, fmt, header))
-        at += size
-    return [Transaction(kind, out)]
-
-
-def _at_master(event: Event) -> Event:
-    return Event(event.raw, max(0, event.log_pos - event.size), event.fmt) if event.log_pos else event
 
 
 def _key(txn: Transaction) -> str:

@@ -37,7 +37,7 @@ from dumpfilter.codec.transactions import CONTROL, Transaction
 from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.lab.simulate.equivalence import (Difference, SlaveVerification, _describe, _key, _norm,
-                                                 _unit_transactions, relay_transactions)
+                                                 relay_transactions)
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.walk_driver import Driver
@@ -271,7 +271,7 @@ class _SlaveWalk:
         k = row.find(ROW_SLOW, self.start, self.stop)
         while k >= 0:
             if units.unit(k).kind:  # (a control unit: the general way's)
-                (txn,) = self.full.transactions(k)
+                txn = self.full.transaction(k)
                 outcome = self.reference.filter(txn)
                 if outcome.outcome == KEPT and len(outcome.events) == len(txn.events):
                     row[k] = ROW_KEEP
@@ -300,14 +300,13 @@ class _SlaveWalk:
     def step(self, at: int) -> int:
         """Unit `at` alone: a control unit to the rules (a Format_description resets them), any
         other compared with what each relay log received of it."""
-        txns = self.full.transactions(at)
-        if not txns or txns[0].kind == CONTROL:
-            for txn in txns:
-                self.reference.filter(txn)
-                if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                    self.keeps.forget_tables()
+        u = self.full.units.unit(at)
+        if not u.kind:  # (a control unit)
+            if u.flags & F_HAS_FDE:  # table ids restart with the server, as a replica's do
+                self.reference.reset()
+                self.keeps.forget_tables()
             return at + 1
-        txn = txns[0]
+        txn = self.full.transaction(at)
         self.result.transactions += 1
         expected = self._expected(at, txn)
         if self.keyed:
@@ -361,7 +360,7 @@ class _SlaveWalk:
         """The unit `key` expected of each relay log, against the transaction received there."""
         result = self.result
         for (policy, heads), data in zip(self.heads.items(), expected):
-            want = None if data is None else _events(data, self.fmt)
+            want = None if data is None else _events(data, self.fmt, 0, len(data))
             got = heads.take(key)
             if got is None:
                 if want is not None:
@@ -405,12 +404,14 @@ class _Heads:
             self._head = next(self._it, None)
 
 
-def _events(data: bytes, fmt: FormatDescription | None) -> list[Event]:
-    """The events of `data`, back to back."""
-    out, at, unpack = [], 0, HEADER.unpack_from
-    while at < len(data):
-        size = unpack(data, at)[3]
-        out.append(Event(data[at:at + size], at, fmt))
+def _events(buf: bytes, fmt: FormatDescription | None, start: int, end: int, base: int = 0) -> list[Event]:
+    """The events of buf[start:end], back to back, each at its master position (where its log_pos
+    says, else at base + its offset)."""
+    out, at, unpack = [], start, HEADER.unpack_from
+    while at < end:
+        header = unpack(buf, at)
+        size, log_pos = header[3], header[4]
+        out.append(Event(buf[at:at + size], max(0, log_pos - size) if log_pos else base + at, fmt, header))
         at += size
     return out
 
@@ -450,13 +451,12 @@ class _FullChunk:
             fmt = after
         return fmt
 
-    def transactions(self, k: int) -> list[Transaction]:
-        """Unit k as `relay_transactions` groups it (a control unit: a Transaction per event
-        the relay log's own framing does not account for)."""
+    def transaction(self, k: int) -> Transaction:
+        """Unit k (not a control unit) as `relay_transactions` groups it."""
         u = self.units.unit(k)
         if not u.flags & F_COMPLETE or u.flags & F_UNKNOWN_NON_IGNORABLE:
             raise _Declined  # (a unit the Python reader groups on: `relay_transactions`)
-        return _unit_transactions(KINDS[u.kind], self.buf, u.start, u.end, self.base, self.fmt_at(k))
+        return Transaction(KINDS[u.kind], _events(self.buf, self.fmt_at(k), u.start, u.end, self.base))
 
 
 def _verify_compiled(full_relay: Path, checks: list[Check], keyed: bool = False) -> list[SlaveVerification | None]:
