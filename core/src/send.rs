@@ -485,8 +485,8 @@ fn placeholder_kept(
 }
 
 /// Unit i (of `buf`, its part's bytes) kept in part: its kept bytes and events, or None where it
-/// cannot be cut (a MySQL statement unit, whose framing Python says; a statement of a row unit
-/// partly kept, or without its own Table_map).
+/// cannot be cut (a statement unit its keys do not read; a statement of a row unit partly kept,
+/// or without its own Table_map).
 fn cut(
     plan: &UnitList,
     i: usize,
@@ -498,33 +498,37 @@ fn cut(
     let mariadb = unit.flags & F_MARIADB_GTID != 0;
     // A statement unit is cut at its statements by their keys; a row unit at its statements
     // (read once for every stream: `unit_statements`) by its tables.
-    if !unit.tabled {
-        let (st, kb) = opt.stmts.filter(|_| mariadb)?;
-        let (bytes, events) = st.partial(i, buf, kb)?;
-        return Some((Cut::Bytes(bytes), events));
-    }
-    let unit_cut = plan.unit_cut(i, buf)?;
-    if !mariadb {
-        // A MySQL row unit keeps its BEGIN with its GTID, whose transaction_length counts what
-        // is left: made anew (skip_forms::mysql::with_length), as `filter` writes it.
-        let (parts, events) = unit_cut.parts(keep)?;
-        let mut joined = Vec::with_capacity(unit.end() - unit.start());
-        for (a, b) in parts {
-            joined.extend_from_slice(buf.get(a..b)?);
+    let (joined, events) = match unit.tabled {
+        false => opt.stmts.and_then(|(st, kb)| st.partial(i, buf, kb))?,
+        true if mariadb => {
+            let unit_cut = plan.unit_cut(i, buf)?;
+            if opt.count_only {
+                let (size, events) = unit_cut.size(keep)?;
+                return Some((Cut::Size(size), events));
+            }
+            let (parts, events) = unit_cut.parts(keep)?;
+            return Some((Cut::Parts(parts), events));
         }
-        let mut made = Vec::with_capacity(joined.len() + 8);
-        skip_forms::mysql::with_length(&joined, opt.heartbeat_crc, &mut made)?;
-        return Some(match opt.count_only {
-            true => (Cut::Size(made.len() as u64), events),
-            false => (Cut::Bytes(made), events),
-        });
+        true => {
+            let (parts, events) = plan.unit_cut(i, buf)?.parts(keep)?;
+            let mut joined = Vec::with_capacity(unit.end() - unit.start());
+            for (a, b) in parts {
+                joined.extend_from_slice(buf.get(a..b)?);
+            }
+            (joined, events)
+        }
+    };
+    if mariadb {
+        return Some((Cut::Bytes(joined), events));
     }
-    if opt.count_only {
-        let (size, events) = unit_cut.size(keep)?;
-        return Some((Cut::Size(size), events));
-    }
-    let (parts, events) = unit_cut.parts(keep)?;
-    Some((Cut::Parts(parts), events))
+    // A MySQL unit keeps its BEGIN with its GTID, whose transaction_length counts what is left:
+    // made anew (skip_forms::mysql::with_length), as `filter` writes it.
+    let mut made = Vec::with_capacity(joined.len() + 8);
+    skip_forms::mysql::with_length(&joined, opt.heartbeat_crc, &mut made)?;
+    Some(match opt.count_only {
+        true => (Cut::Size(made.len() as u64), events),
+        false => (Cut::Bytes(made), events),
+    })
 }
 
 /// The end of the run of equal answers that starts at `i` (the first index after it whose answer
