@@ -1,6 +1,7 @@
 """Diagnostic (in process, session 49): `simulate --verify`'s check alone (`verify_slaves`) over the
 work directory a `dumpfilter simulate --verify --keep-work WORK` run kept, its CPU seconds (best of
-N) and, per slave, the units the core answered and those the Python reference filter took.
+N) and, per slave, the units whose relay forms the core made and those it left to the rules' kept
+events or the skip policy's `relayed`.
 
     python -m bench.diag_verify_cpu TOPOLOGY WORK/relay [N] [SLAVE,...]"""
 

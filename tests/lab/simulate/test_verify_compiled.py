@@ -190,11 +190,14 @@ def test_every_slave_takes_the_one_way_over_every_policy_format_and_flavor(tmp_p
     assert "slave-side filtering keeps" in found.differences[0].problem
 
 
-@pytest.mark.parametrize(("fmt", "flavor", "seed"), [("row", "mysql", 17), ("mixed", "mariadb", 2909)])
+@pytest.mark.parametrize(("fmt", "flavor", "seed"), [("row", "mysql", 17), ("mixed", "mariadb", 2909),
+                                                     ("statement", "mysql", 5)])
 def test_units_kept_in_part_are_predicted_by_the_send_walk(tmp_path, fmt, flavor, seed):
     """A unit a slave's rules keep in part (a transaction that writes an ignored schema and
-    another) is predicted by the send walk in relay mode under every skip policy, as its kept
-    events, and so is every other unit: nothing goes another way, and the slaves verify."""
+    another; a MySQL statement unit among them, cut at its statements by their keys, its GTID's
+    transaction_length made anew) is predicted by the send walk in relay mode under every skip
+    policy, as its kept events, and so is every other unit: nothing goes another way, and the
+    slaves verify."""
     from tests.lab.simulate.test_simulate_verify import _toml
 
     topology = parse_topology(_toml(fmt, flavor, seed, SPLIT_SLAVES[:2]))
