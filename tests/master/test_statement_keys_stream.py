@@ -62,9 +62,8 @@ RULES = [RuleSet(), RuleSet(do_db=("db1", "db2")), RuleSet(ignore_db=("db3",)),
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_statement_units_are_answered_by_key_in_the_core(tmp_path, fmt, flavor):
     """Every slave's statement units are decided from its key answers: none goes through
-    TransactionFilter under the heartbeat policy on MariaDB (a MySQL unit kept in part still
-    does: its GTID's transaction_length would have to be rewritten), and the bytes are the
-    reference path's."""
+    TransactionFilter under the heartbeat policy (a MySQL unit kept in part is cut by the core,
+    its GTID's transaction_length made anew), and the bytes are the reference path's."""
     generate(WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=300, binlog_format=fmt,
                           flavor=flavor, cross_db_share=0.3, insert_select_share=0.25), tmp_path)
     regs = [Registration(server_id=i + 1, filters=(ChannelSpec(None, rules),)) for i, rules in enumerate(RULES)]
@@ -72,8 +71,7 @@ def test_statement_units_are_answered_by_key_in_the_core(tmp_path, fmt, flavor):
     for sid, c in counts.items():
         assert c.key_units > 0, f"server_id {sid}: no unit answered by key"
         assert c.keys_decided > 0
-        if flavor == "mariadb":
-            assert c.python_units == 0, f"server_id {sid}: {c.python_units} units decided in Python"
+        assert c.python_units == 0, f"server_id {sid}: {c.python_units} units decided in Python"
     # Each key is decided once per slave, not once per unit.
     assert all(c.keys_decided < c.key_units for c in counts.values())
 
