@@ -104,7 +104,7 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 crc_len: int, shared: dict[tuple[str, str, Gate | None], RuleGroup] | None = None) -> None:
+                 heartbeat_size: int, shared: dict[tuple[str, str, Gate | None], RuleGroup] | None = None) -> None:
         # The keep table, filter and answers per unit of the slaves whose rules and gate are the
         # same (their skip policies differ): one `RuleGroup`, `shared`.
         shared = {} if shared is None else shared
@@ -128,7 +128,7 @@ class _SlaveCounter:
         self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)  # its walks over each buffer
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
-        self.out.heartbeat_size = HEADER_LEN + len(chunk.name.encode()) + crc_len
+        self.out.heartbeat_size = heartbeat_size  # (a Heartbeat's body is the file's name)
         self.pending = False
         self.sent_any = False
 
@@ -296,7 +296,8 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
         if counters is None:
             fmt = fmt_before
             answers: dict[tuple[str, str, Gate | None], RuleGroup] = {}
-            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, crc_len, answers)
+            heartbeat = HEADER_LEN + len(chunk.name.encode()) + crc_len
+            counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, heartbeat, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
         ids = names()

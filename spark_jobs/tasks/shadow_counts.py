@@ -60,6 +60,9 @@ class ShadowCounts:
 
     def __init__(self, verify_checksums: bool = True) -> None:
         self.verify_checksums = verify_checksums
+        # The last join of bytes by table and by statement (`fold`), by the dicts it joined: every
+        # candidate's range holds the same ones (the binlog's, not a rule's), joined once a range.
+        self._joined: tuple[list[object], Any, Any] | None = None
 
     def count(self, file_index: int, path: str, start: int, end: int | None, specs: Sequence[SlaveSpec],
               gates: Sequence[Gate | None]) -> list[ChunkCounts]:
@@ -106,8 +109,7 @@ class ShadowCounts:
         end, any_gtid = _whole_units_end(path, 0, written)
         return end if any_gtid else 0
 
-    @staticmethod
-    def fold(before: ChunkCounts | None, part: ChunkCounts) -> ChunkCounts:
+    def fold(self, before: ChunkCounts | None, part: ChunkCounts) -> ChunkCounts:
         """A candidate's running totals (`before`, a ChunkCounts standing for every range counted so
         far) with the next range's counts added, joined as `experiment` joins two chunks."""
         if before is None:
@@ -116,11 +118,13 @@ class ShadowCounts:
         before = replace(before, counts=replace(before.counts, slave=name))
         both = [before, part]
         total = merge_counts(both, [name])[0]
+        joined, dicts = self._joined, [before.tables, part.tables, before.statements, part.statements]
+        if joined is None or any(a is not b for a, b in zip(joined[0], dicts)):
+            joined = self._joined = (dicts, merge_tables(both), merge_statements(both))
         return ChunkCounts(part.file_index, part.start, total, leading_skip=before.leading_skip,
                            trailing_skip=part.trailing_skip, heartbeat_size=part.heartbeat_size,
                            rotate_end=part.rotate_end, last_time=max(before.last_time, part.last_time),
-                           by_hour=merge_hours(both, [name])[name], tables=merge_tables(both),
-                           statements=merge_statements(both))
+                           by_hour=merge_hours(both, [name])[name], tables=joined[1], statements=joined[2])
 
     @staticmethod
     def report(specs: Sequence[SlaveSpec], gates: Sequence[Gate | None], totals: Sequence[ChunkCounts],

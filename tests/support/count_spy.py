@@ -15,6 +15,9 @@ class CountSpy:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._units, name)
 
+    def __len__(self) -> int:
+        return len(self._units)
+
     def count(self, *args: Any) -> Any:
         self._calls.append(("count", 1))
         return self._units.count(*args)
