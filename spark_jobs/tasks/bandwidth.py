@@ -324,7 +324,8 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
         part.rotate_end = rotate_end
         part.last_time = last_time
         part.cut = cut
-    return [replace(done[k], counts=replace(done[k].counts, slave=spec.name)) for spec, k in zip(slaves, which)]
+    return [done[k] if done[k].counts.slave == spec.name else replace(done[k], counts=replace(done[k].counts,
+            slave=spec.name)) for spec, k in zip(slaves, which)]
 
 
 ScannedBuffer = tuple["FormatDescription | None", Buffer, int, _core.UnitList, int, int]  # one of chunk_buffers'

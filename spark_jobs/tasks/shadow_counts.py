@@ -115,7 +115,8 @@ class ShadowCounts:
         if before is None:
             return part
         name = part.counts.slave
-        before = replace(before, counts=replace(before.counts, slave=name))
+        if before.counts.slave != name:  # (the merges join a slave's chunks by its name)
+            before = replace(before, counts=replace(before.counts, slave=name))
         both = [before, part]
         total = merge_counts(both, [name])[0]
         joined, dicts = self._joined, [before.tables, part.tables, before.statements, part.statements]
