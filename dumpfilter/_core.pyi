@@ -299,14 +299,13 @@ class BodyReach:
 @typing.final
 class CountJob:
     r"""
-    One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows`; None:
-    `rows(keep)`, which the count reads per table set and makes only where it walks by runs),
-    keep bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
+    One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows`), keep
+    bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
     limit not read), the size of a Heartbeat it still owes (0: none), and its keep byte per
     statement key id (None: statement units not cut by key).
     """
     @property
-    def row(self) -> typing.Optional[bytes]: ...
+    def row(self) -> bytes: ...
     @property
     def keep(self) -> bytes: ...
     @property
@@ -315,19 +314,16 @@ class CountJob:
     def owed(self) -> builtins.int: ...
     @property
     def stmt_keep(self) -> typing.Optional[bytes]: ...
-    def __new__(cls, row: typing.Optional[bytes], keep: bytes, config: SendConfig, owed: builtins.int = ..., stmt_keep: typing.Optional[bytes] = None) -> CountJob: ...
+    def __new__(cls, row: bytes, keep: bytes, config: SendConfig, owed: builtins.int = ..., stmt_keep: typing.Optional[bytes] = None) -> CountJob: ...
 
 @typing.final
 class CountResult:
     r"""
-    `UnitList.count_many`: one job's count of the segment (see count_walk::count_many), its
-    answer for the first unit counted, and per time bucket the bytes it read and was sent
-    (Heartbeats and skip forms included).
+    `UnitList.count_many`: one job's count of the segment (see count_walk::count_many), and
+    per time bucket the bytes it read and was sent (Heartbeats and skip forms included).
     """
     @property
     def walk(self) -> SendResult: ...
-    @property
-    def first(self) -> builtins.int: ...
     @property
     def read_by_bucket(self) -> builtins.list[builtins.int]: ...
     @property
