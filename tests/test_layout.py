@@ -536,7 +536,7 @@ def test_the_core_takes_its_configurations_as_typed_values():
     from dumpfilter import _core
 
     config = _core.AssembleConfig(renumber=True, crc=False, empty_keep=True, commit_body=b"COMMIT")
-    assert (config.renumber, config.crc, config.commit_body, config.whole_only) == (True, False, b"COMMIT", False)
+    assert (config.renumber, config.crc, config.commit_body, config.gtids) == (True, False, b"COMMIT", False)
 
 
 def test_the_tuple_result_check_sees_each_form():

@@ -47,8 +47,6 @@ pub struct Options<'a> {
     pub empty_keep: bool,
     /// The body of the COMMIT Query an emptied group ends with (codec.encode.query_body).
     pub commit_body: &'a [u8],
-    /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
-    pub whole_only: bool,
     /// Stop before writing a unit once the output offset has reached this (a series' file size
     /// limit: the caller rotates and goes on); u64::MAX: none.
     pub limit: u64,
@@ -234,7 +232,7 @@ pub fn assemble(
             full = true;
             break; // something to write, and the file is full: the caller rotates
         }
-        if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber && !opt.whole_only)) {
+        if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber)) {
             out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
         let written_at = out.len() as u64;
@@ -273,7 +271,7 @@ pub fn assemble(
             out_pos += size;
             done!(counts.kept, []);
         }
-        if !(mariadb || mysql) || !opt.renumber || opt.whole_only {
+        if !(mariadb || mysql) || !opt.renumber {
             break; // relay logs: the reference framing
         }
         let gtid_end = u.start + u.gtid_size as usize;

@@ -320,7 +320,6 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         crc: rng.below(2) == 0,
         empty_keep: rng.below(2) == 0,
         commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT",
-        whole_only: rng.below(4) == 0,
         limit: if rng.below(2) == 0 {
             u64::MAX
         } else {

@@ -19,8 +19,8 @@ use crate::stmt_units::{ByKeys, StmtUnits};
 
 /// An output's assembly configuration for `Scanner.assemble`, one typed value (see
 /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
-/// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), whether only
-/// units kept whole are taken, and whether the GTID events written are reported (a series).
+/// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), and whether
+/// the GTID events written are reported (a series).
 #[stub]
 #[pyclass(frozen, get_all, module = "dumpfilter._core", name = "AssembleConfig")]
 pub(super) struct AssembleConfig {
@@ -28,7 +28,6 @@ pub(super) struct AssembleConfig {
     pub(super) crc: bool,
     pub(super) empty_keep: bool,
     pub(super) commit_body: Py<PyBytes>,
-    pub(super) whole_only: bool,
     pub(super) gtids: bool,
     /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
     /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
@@ -44,14 +43,13 @@ pub(super) struct AssembleConfig {
 #[pymethods]
 impl AssembleConfig {
     #[new]
-    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, whole_only = false, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
+    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         renumber: bool,
         crc: bool,
         empty_keep: bool,
         commit_body: Py<PyBytes>,
-        whole_only: bool,
         gtids: bool,
         #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))] renames: Option<
             Py<PyDict>,
@@ -65,7 +63,6 @@ impl AssembleConfig {
             crc,
             empty_keep,
             commit_body,
-            whole_only,
             gtids,
             renames,
             query_post,
@@ -300,7 +297,6 @@ impl PyScanner {
             crc: config.crc,
             empty_keep: config.empty_keep,
             commit_body: config.commit_body.as_bytes(py),
-            whole_only: config.whole_only,
             limit: limit.unwrap_or(u64::MAX),
             fresh,
             gtids: config.gtids,
