@@ -13,25 +13,20 @@
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::sent::Sent;
 use crate::skip_forms::mysql::head_end;
 use crate::split_mysql::{is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
 use crate::unit_cut::partial;
 
-/// A piece of an output's bytes: a range of the buffer, or bytes of a partly kept unit.
-pub enum Piece {
-    Range(usize, usize),
-    Owned(Vec<u8>),
-}
-
-/// What `route` wrote: per output its pieces, byte count and each unit's end (plus that output's
-/// base); `fill` copies an output's pieces into its bytes once.
+/// What `route` wrote: per output its bytes as pieces (ranges of the buffer, part 0, and the
+/// partly kept units' bytes: `Sent::fill` copies them into its bytes once) and each unit's end
+/// (plus that output's base).
 pub struct Routed {
     /// The first unit not handled (Python routes it).
     pub next: usize,
-    pub outs: Vec<Vec<Piece>>,
-    pub sizes: Vec<usize>,
+    pub outs: Vec<Sent>,
     pub ends: Vec<Vec<u64>>,
     /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
     /// bytes, from the unit records).
@@ -129,8 +124,7 @@ pub fn route(
     mysql: Option<&MysqlRoute>,
 ) -> Routed {
     let n = keeps.len();
-    let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
-    let mut sizes: Vec<usize> = vec![0; n];
+    let mut outs: Vec<Sent> = (0..n).map(|_| Sent::default()).collect();
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
     let mut pairs: Vec<Vec<Seen>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
@@ -203,25 +197,16 @@ pub fn route(
         let mut counted_n = 0;
         for (o, copy) in copies.drain(..).enumerate() {
             let pair = mariadb.then_some((u.gtid_domain, u.gtid_server));
-            pairs[o].push((sizes[o] as u64, pair));
+            pairs[o].push((outs[o].out_len as u64, pair));
             match copy {
-                Copy::Whole => {
-                    sizes[o] += u.end - u.start;
-                    match outs[o].last_mut() {
-                        Some(Piece::Range(_, b)) if *b == u.start => *b = u.end, // a run of units
-                        _ => outs[o].push(Piece::Range(u.start, u.end)),
-                    }
-                }
-                Copy::Part(bytes) => {
-                    sizes[o] += bytes.len();
-                    outs[o].push(Piece::Owned(bytes));
-                }
+                Copy::Whole => outs[o].buf_piece(0, u.start, u.end), // a run of units: one piece
+                Copy::Part(bytes) => outs[o].own_piece(&bytes),
                 Copy::Nothing => {
                     pairs[o].pop();
                     continue;
                 }
             }
-            ends[o].push(bases.get(o).copied().unwrap_or(0) + sizes[o] as u64);
+            ends[o].push(bases.get(o).copied().unwrap_or(0) + outs[o].out_len as u64);
             if counted.get(o).copied().unwrap_or(true) {
                 counted_n += 1;
             }
@@ -233,24 +218,10 @@ pub fn route(
     Routed {
         next: i,
         outs,
-        sizes,
         ends,
         marks: pairs.into_iter().map(last_of_each_pair).collect(),
         multi,
         none,
-    }
-}
-
-/// Copies one output's pieces into `dst` (its size).
-pub fn fill(buf: &[u8], pieces: &[Piece], dst: &mut [u8]) {
-    let mut at = 0;
-    for piece in pieces {
-        let src = match piece {
-            Piece::Range(a, b) => &buf[*a..*b],
-            Piece::Owned(bytes) => &bytes[..],
-        };
-        dst[at..at + src.len()].copy_from_slice(src);
-        at += src.len();
     }
 }
 
@@ -359,6 +330,6 @@ mod tests {
             None,
         );
         assert_eq!(r.next, 0);
-        assert!(r.outs[0].is_empty() && r.sizes[0] == 0);
+        assert!(r.outs[0].pieces.is_empty() && r.outs[0].out_len == 0);
     }
 }

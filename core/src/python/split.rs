@@ -69,10 +69,10 @@ pub(super) fn split_route<'py>(
         )
     });
     let outs = PyList::empty(py);
-    for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
+    for ((sent, ends), marks) in r.outs.iter().zip(&r.ends).zip(&r.marks) {
         // One copy, straight into the bytearray the series writer renumbers in place.
-        let out = PyByteArray::new_with(py, *size, |dst| {
-            split::fill(buf, pieces, dst);
+        let out = PyByteArray::new_with(py, sent.out_len, |dst| {
+            sent.fill(&[buf], dst);
             Ok(())
         })?;
         outs.append(RouteOutput {
