@@ -11,6 +11,7 @@ use crate::rename_db::{DbRenames, Renamer};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
 use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
+use crate::split::{last_of_each_pair, seen, Seen};
 use crate::stmt_units::ByKeys;
 use crate::types::*;
 use crate::unit_cut::{keep_of, partial};
@@ -169,7 +170,7 @@ pub fn assemble(
     let mut counts = Counts::default();
     let mut i = from;
     let mut full = false;
-    let mut gtids = GtidsWritten::default();
+    let mut gtids: Vec<Seen> = Vec::new(); // the GTID events written, for `Assembly::gtids`
     let mut renamer = opt.renames.map(Renamer::new);
     'units: while i < units.len() {
         let u = &units[i];
@@ -253,7 +254,7 @@ pub fn assemble(
         }
         if all {
             if opt.gtids && u.gtid_size > 0 {
-                gtids.add(u, written_at);
+                gtids.push(seen(u, written_at));
             }
             if let (true, Some(r)) = (renamed, renamer.as_ref()) {
                 if !opt.renumber {
@@ -292,7 +293,7 @@ pub fn assemble(
                 break;
             };
             if opt.gtids {
-                gtids.add(u, written_at);
+                gtids.push(seen(u, written_at));
             }
             out_pos += written;
             done!(counts.emptied, [events_out, written]);
@@ -323,7 +324,7 @@ pub fn assemble(
             p
         };
         if opt.gtids {
-            gtids.add(u, written_at);
+            gtids.push(seen(u, written_at));
         }
         let written = if mariadb {
             push_made(&mut out, &joined, out_pos, opt.crc)
@@ -343,44 +344,7 @@ pub fn assemble(
         out_pos,
         counts,
         full,
-        gtids: gtids.finish(),
-    }
-}
-
-/// The GTID events an assembly wrote, for `Assembly::gtids`.
-#[derive(Default)]
-struct GtidsWritten {
-    /// (offset, MariaDB (domain, server_id) or None) in order written.
-    seen: Vec<(u64, Option<(u32, u32)>)>,
-}
-
-impl GtidsWritten {
-    fn add(&mut self, u: &Unit, at: u64) {
-        let mariadb = u.flags & F_MARIADB_GTID != 0;
-        self.seen
-            .push((at, mariadb.then_some((u.gtid_domain, u.gtid_server))));
-    }
-
-    fn finish(self) -> Vec<u64> {
-        let mut last: std::collections::HashMap<(u32, u32), usize> = Default::default();
-        for (k, (_, pair)) in self.seen.iter().enumerate() {
-            if let Some(p) = pair {
-                last.insert(*p, k);
-            }
-        }
-        let mut out = Vec::new();
-        let mut placed: std::collections::HashSet<(u32, u32)> = Default::default();
-        for (at, pair) in &self.seen {
-            match pair {
-                None => out.push(*at),
-                Some(p) => {
-                    if placed.insert(*p) {
-                        out.push(self.seen[last[p]].0);
-                    }
-                }
-            }
-        }
-        out
+        gtids: last_of_each_pair(gtids),
     }
 }
 

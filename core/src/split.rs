@@ -45,7 +45,13 @@ enum Copy {
 }
 
 /// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
-type Seen = (u64, Option<(u32, u32)>);
+pub(crate) type Seen = (u64, Option<(u32, u32)>);
+
+/// Unit `u`'s GTID event written at `at`.
+pub(crate) fn seen(u: &Unit, at: u64) -> Seen {
+    let mariadb = u.flags & F_MARIADB_GTID != 0;
+    (at, mariadb.then_some((u.gtid_domain, u.gtid_server)))
+}
 
 const ROUTED: u32 = F_FAST | F_COMPLETE;
 
@@ -196,8 +202,7 @@ pub fn route(
         }
         let mut counted_n = 0;
         for (o, copy) in copies.drain(..).enumerate() {
-            let pair = mariadb.then_some((u.gtid_domain, u.gtid_server));
-            pairs[o].push((outs[o].out_len as u64, pair));
+            pairs[o].push(seen(u, outs[o].out_len as u64));
             match copy {
                 Copy::Whole => outs[o].buf_piece(0, u.start, u.end), // a run of units: one piece
                 Copy::Part(bytes) => outs[o].own_piece(&bytes),
@@ -254,7 +259,7 @@ pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
 
 /// The offsets of `seen` (offset, MariaDB (domain, server_id) or None for MySQL) a GTID state
 /// needs: every MySQL one, and the last of each MariaDB pair, placed where the pair first appears.
-fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
+pub(crate) fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
     let mut last: std::collections::HashMap<(u32, u32), u64> = Default::default();
     for (at, pair) in &seen {
         if let Some(p) = pair {
