@@ -102,12 +102,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
-    m.add_class::<verify_forms::Relayed>()?;
     m.add_class::<stmt_pieces::StatementPieces>()?;
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
-    m.add_class::<sent::SendConfig>()?;
+    sent::add_records(m)?;
     m.add_class::<unit_list_counts::CountJob>()?;
-    m.add_class::<scanner::AssembleConfig>()?;
+    scanner::add_records(m)?;
     results::add_records(m)?;
     facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;

@@ -235,6 +235,14 @@ records! {
         renamed: u64,
     }
 
+    /// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
+    /// run and the units that left them; `next`, the first unit not answered.
+    Relayed = "Relayed" {
+        data: Py<PyList> as Vec<Py<PyBytes>>,
+        units: Vec<u64>,
+        next: usize,
+    }
+
     /// The malformed event that stopped a scan: kind "binlog" or "checksum", the message, and
     /// its file offset.
     ScanFault = "ScanFault" {

@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::collections::HashMap;
 
 use super::results::{
-    statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
+    records, statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
     UnitsResult, WalkResult,
 };
 use super::{check_off, error_field, packed, scan_fault};
@@ -17,26 +17,25 @@ use crate::rename_db::DbRenames;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_units::{ByKeys, StmtUnits};
 
-/// An output's assembly configuration for `Scanner.assemble`, one typed value (see
-/// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
-/// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), and whether
-/// the GTID events written are reported (a series).
-#[stub]
-#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "AssembleConfig")]
-pub(super) struct AssembleConfig {
-    pub(super) renumber: bool,
-    pub(super) crc: bool,
-    pub(super) empty_keep: bool,
-    pub(super) commit_body: Py<PyBytes>,
-    pub(super) gtids: bool,
-    /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
-    /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
-    /// EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths to read them with.
-    #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))]
-    pub(super) renames: Option<Py<PyDict>>,
-    pub(super) query_post: usize,
-    pub(super) load_post: usize,
-    pub(super) table_map_post: usize,
+records! {
+    /// An output's assembly configuration for `Scanner.assemble`, one typed value (see
+    /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
+    /// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), and whether
+    /// the GTID events written are reported (a series).
+    AssembleConfig = "AssembleConfig" {
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        commit_body: Py<PyBytes>,
+        gtids: bool,
+        /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
+        /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
+        /// EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths to read them with.
+        renames: Option<Py<PyDict>> as Option<HashMap<Py<PyBytes>, Py<PyBytes>>>,
+        query_post: usize,
+        load_post: usize,
+        table_map_post: usize,
+    }
 }
 
 #[stub]
