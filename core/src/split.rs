@@ -70,7 +70,7 @@ impl StmtRoute<'_> {
     /// Each output's copy of statement unit k, `u` (as TransactionFilter(empty_transactions=DROP)
     /// cuts it: the GTID and XID always, each Query with its context events by its key's answer,
     /// nothing when no Query is kept), or false when Python must route it.
-    fn copies(&self, buf: &[u8], k: usize, u: &Unit, copies: &mut Vec<Copy>) -> bool {
+    fn copies(&self, buf: &[u8], k: usize, copies: &mut Vec<Copy>) -> bool {
         let Some(pieces) = self.units.of(k) else {
             return false;
         };
@@ -98,13 +98,10 @@ impl StmtRoute<'_> {
             } else if kept == 0 {
                 Copy::Nothing
             } else {
-                let mut bytes = Vec::with_capacity(u.end - u.start);
-                for p in pieces {
-                    if p.key == ALWAYS || keep.get(p.key as usize) == Some(&KEEP_KEEP) {
-                        bytes.extend_from_slice(&buf[p.start()..p.end()]);
-                    }
+                match self.units.partial(k, buf, keep) {
+                    Some((bytes, _)) => Copy::Part(bytes),
+                    None => return false,
                 }
-                Copy::Part(bytes)
             });
         }
         true
@@ -150,7 +147,7 @@ pub fn route(
         let by_keys = u.flags & ROUTED != ROUTED || !(mariadb || my.is_some());
         if by_keys {
             let taken = match stmt {
-                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, u, &mut copies),
+                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, &mut copies),
                 None => false,
             };
             if !taken {
