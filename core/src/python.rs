@@ -68,6 +68,15 @@ fn scan_fault(e: Option<&ScanError>) -> Option<results::ScanFault> {
     })
 }
 
+/// A list of the records `items` makes (the first error, if any).
+fn list<T: for<'py> IntoPyObject<'py>>(
+    py: Python<'_>,
+    items: impl Iterator<Item = PyResult<T>>,
+) -> PyResult<Py<pyo3::types::PyList>> {
+    let items = items.collect::<PyResult<Vec<T>>>()?;
+    Ok(pyo3::types::PyList::new(py, items)?.unbind())
+}
+
 /// `scan_fault` as a field of a result.
 fn error_field(py: Python<'_>, e: Option<&ScanError>) -> PyResult<Option<Py<results::ScanFault>>> {
     scan_fault(e).map(|f| Py::new(py, f)).transpose()

@@ -5,6 +5,7 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use super::list;
 use super::results::records;
 use crate::facts::lex::QName;
 
@@ -106,14 +107,6 @@ fn qname(py: Python<'_>, q: &QName) -> PyResult<Py<QualifiedName>> {
 
 fn qnames(py: Python<'_>, names: &[QName]) -> PyResult<Py<PyList>> {
     list(py, names.iter().map(|q| qname(py, q)))
-}
-
-/// A list of the records `items` makes (the first error, if any).
-fn list<T: for<'py> IntoPyObject<'py>>(
-    py: Python<'_>,
-    items: impl Iterator<Item = PyResult<T>>,
-) -> PyResult<Py<PyList>> {
-    Ok(PyList::new(py, items.collect::<PyResult<Vec<T>>>()?)?.unbind())
 }
 
 /// A statement's facts (see facts::facts) for `rules.statement_facts`; None where Python's

@@ -342,14 +342,13 @@ pub(super) fn relay_run<'py>(
         })?
         .into_any(),
     };
-    let texts = PyList::empty(py);
-    for (unit, db, sql) in &p.lone {
-        texts.append(LoneText {
+    let texts = p.lone.iter().map(|(unit, db, sql)| {
+        Ok(LoneText {
             unit: *unit,
             db: text(py, &data[db.clone()])?.unbind(),
             sql: text(py, &data[sql.clone()])?.unbind(),
-        })?;
-    }
+        })
+    });
     Ok(RelayResult {
         out: out.unbind(),
         next: p.next,
@@ -357,7 +356,7 @@ pub(super) fn relay_run<'py>(
         events: p.events,
         bytes: p.bytes,
         heartbeats: p.heartbeats,
-        lone: texts.unbind(),
+        lone: super::list(py, texts)?,
         placeholders: p.placeholders,
         by_keys: by_keys(py, stmts.as_ref())?,
         renamed: p.edits.len() as u64,
@@ -379,15 +378,15 @@ pub(super) fn replica_frames(
     let Some(f) = py.detach(|| replica::frame(events, seq, annotate, master_pos, counted)) else {
         return Ok(None);
     };
-    let gtids = PyList::empty(py);
-    for &(domain, seq_no) in &f.gtids {
-        gtids.append(DomainSeq { domain, seq_no })?;
-    }
+    let gtids = f
+        .gtids
+        .iter()
+        .map(|&(domain, seq_no)| DomainSeq { domain, seq_no });
     Ok(Some(ReplicaFrames {
         packets: PyBytes::new(py, &f.packets).unbind(),
         seq: f.seq,
         moved: f.moved,
-        gtids: gtids.unbind(),
+        gtids: PyList::new(py, gtids)?.unbind(),
         master_pos: f.master_pos,
         counted: f.counted,
     }))

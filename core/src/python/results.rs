@@ -469,16 +469,13 @@ pub(super) fn statement_keys(
     py: Python<'_>,
     keys: &[crate::stmt_keys::NewKey],
 ) -> PyResult<Py<PyList>> {
-    let list = PyList::empty(py);
-    for k in keys {
-        list.append(StatementKey {
-            id: k.id,
-            key: PyBytes::new(py, &k.key).unbind(),
-            db: PyBytes::new(py, &k.db).unbind(),
-            sql: PyBytes::new(py, &k.sql).unbind(),
-        })?;
-    }
-    Ok(list.unbind())
+    let keys = keys.iter().map(|k| StatementKey {
+        id: k.id,
+        key: PyBytes::new(py, &k.key).unbind(),
+        db: PyBytes::new(py, &k.db).unbind(),
+        sql: PyBytes::new(py, &k.sql).unbind(),
+    });
+    Ok(PyList::new(py, keys)?.unbind())
 }
 
 /// What a walk answered by key, as a KeysUsed record (all zero without keys).
@@ -486,7 +483,7 @@ pub(super) fn by_keys(
     py: Python<'_>,
     keys: Option<&crate::stmt_units::ByKeys>,
 ) -> PyResult<Py<KeysUsed>> {
-    let list = PyList::empty(py);
+    let list = PyList::empty(py); // (PyList_New(0) where no key was used: most calls)
     let (mut units, mut statements) = (0, 0);
     if let Some(k) = keys {
         for (id, statements) in k.key_uses() {

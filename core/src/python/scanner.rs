@@ -100,13 +100,13 @@ impl PyScanner {
 
     /// The (db, table) byte pairs interned since the last call.
     pub(super) fn new_names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let names = PyList::empty(py);
-        for (db, table) in &self.inner.names[self.names_sent..] {
-            names.append(TableName {
+        let names = self.inner.names[self.names_sent..]
+            .iter()
+            .map(|(db, table)| TableName {
                 db: PyBytes::new(py, db).unbind(),
                 table: PyBytes::new(py, table).unbind(),
-            })?;
-        }
+            });
+        let names = PyList::new(py, names)?;
         self.names_sent = self.inner.names.len();
         Ok(names)
     }

@@ -57,15 +57,14 @@ pub(super) fn lone_queries(
             }
         }
     }
-    let groups = PyList::empty(py);
-    for (db, ks) in plain {
-        groups.append(LoneGroup {
+    let groups = plain.into_iter().map(|(db, ks)| {
+        Ok(LoneGroup {
             db: text(py, db)?.unbind(),
             units: PyBytes::new(py, &ks).unbind(),
-        })?;
-    }
+        })
+    });
     Ok(LoneQueries {
-        plain: groups.unbind(),
+        plain: super::list(py, groups)?,
         others: others.unbind(),
     })
 }

@@ -3,7 +3,6 @@
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 
 use super::results::Relayed;
 use super::sent::filled_bytes;
@@ -34,12 +33,9 @@ pub(super) fn relayed(
     let row = &row[..stop.min(row.len())];
     let answers = (row, keep, stmt_keep);
     let walks = py.detach(|| crate::send::relayed(list, &bufs, st, answers, start, skips, crc));
-    let data = PyList::empty(py);
-    for s in &walks {
-        data.append(filled_bytes(py, s, &bufs)?)?;
-    }
+    let data = super::list(py, walks.iter().map(|s| filled_bytes(py, s, &bufs)))?;
     Ok(Relayed {
-        data: data.unbind(),
+        data,
         units: walks
             .iter()
             .map(|s| s.kept + s.partial + s.skip_units)
