@@ -228,8 +228,7 @@ mod tests {
     use super::*;
     use crate::test_events::event;
 
-    const ANNOTATE_ROWS: u8 = 160;
-    const TABLE_MAP: u8 = 19;
+    use crate::types::{ANNOTATE_ROWS, TABLE_MAP};
 
     #[test]
     fn needs_read_ahead_are_taken_under_their_format_only() {
