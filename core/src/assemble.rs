@@ -46,8 +46,6 @@ pub struct Options<'a> {
     pub renumber: bool,
     pub crc: bool,
     pub empty_keep: bool,
-    /// The body of the COMMIT Query an emptied group ends with (codec.encode.query_body).
-    pub commit_body: &'a [u8],
     /// Stop before writing a unit once the output offset has reached this (a series' file size
     /// limit: the caller rotates and goes on); u64::MAX: none.
     pub limit: u64,
@@ -367,7 +365,7 @@ fn push_emptied(
         return None;
     }
     let gsize = g.len() as u64;
-    let csize = (HEADER_LEN + opt.commit_body.len() + crc_len) as u64;
+    let csize = (HEADER_LEN + COMMIT_BODY.len() + crc_len) as u64;
     let renumber = log_pos != 0;
     let gtid_out_end = if renumber { out_pos } else { source_pos } + gsize;
     let g0 = out.len();
@@ -396,7 +394,7 @@ fn push_emptied(
     };
     out.extend_from_slice(&clp.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(opt.commit_body);
+    out.extend_from_slice(COMMIT_BODY);
     if opt.crc {
         let c = crc32fast::hash(&out[c0..]);
         out.extend_from_slice(&c.to_le_bytes());

@@ -319,7 +319,6 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         renumber: rng.below(2) == 0,
         crc: rng.below(2) == 0,
         empty_keep: rng.below(2) == 0,
-        commit_body: b"\0\0\0\0\0\0\0\0\0\0\0\0\0\0COMMIT",
         limit: if rng.below(2) == 0 {
             u64::MAX
         } else {

@@ -20,13 +20,12 @@ use crate::stmt_units::{ByKeys, StmtUnits};
 records! {
     /// An output's assembly configuration for `Scanner.assemble`, one typed value (see
     /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
-    /// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), and whether
-    /// the GTID events written are reported (a series).
+    /// carry CRC32, whether an emptied group is written (its GTID and a COMMIT), and whether the
+    /// GTID events written are reported (a series).
     AssembleConfig = "AssembleConfig" {
         renumber: bool,
         crc: bool,
         empty_keep: bool,
-        commit_body: Py<PyBytes>,
         gtids: bool,
         /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
         /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
@@ -42,13 +41,12 @@ records! {
 #[pymethods]
 impl AssembleConfig {
     #[new]
-    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
+    #[pyo3(signature = (*, renumber, crc, empty_keep, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         renumber: bool,
         crc: bool,
         empty_keep: bool,
-        commit_body: Py<PyBytes>,
         gtids: bool,
         #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))] renames: Option<
             Py<PyDict>,
@@ -61,7 +59,6 @@ impl AssembleConfig {
             renumber,
             crc,
             empty_keep,
-            commit_body,
             gtids,
             renames,
             query_post,
@@ -295,7 +292,6 @@ impl PyScanner {
             renumber: config.renumber,
             crc: config.crc,
             empty_keep: config.empty_keep,
-            commit_body: config.commit_body.as_bytes(py),
             limit: limit.unwrap_or(u64::MAX),
             fresh,
             gtids: config.gtids,
