@@ -1104,6 +1104,10 @@ class StatementPieces:
         r"""
         u64 per statement: its Query event's offset in its unit's part's buffer.
         """
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
 
 @typing.final
 class StatementShape:
@@ -1625,7 +1629,7 @@ def foreign_log_pos(buf: bytes, off: builtins.int) -> builtins.bool:
     Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
     """
 
-def gtid_marks(buf: bytearray, start: builtins.int, stop: builtins.int) -> bytes:
+def gtid_marks(buf: typing_extensions.Buffer, start: builtins.int, stop: builtins.int) -> bytes:
     r"""
     Offsets (packed u64) of the GTID events of buf[start..stop] (a bytearray: the series
     writer's block) a series' next GTID state needs.

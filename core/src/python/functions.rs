@@ -217,7 +217,7 @@ pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
 #[stub]
 #[pyfunction]
 pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
-    let (events, stop) = read_buffer(buf, "hop", |bytes| hops::hop(bytes, off))?;
+    let (events, stop) = super::read_buffer(buf, "hop", |bytes| hops::hop(bytes, off))?;
     Ok(HopResult { events, stop })
 }
 
@@ -226,26 +226,7 @@ pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
 #[stub]
 #[pyfunction]
 pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
-    read_buffer(buf, "last_timestamp", assemble::last_timestamp)
-}
-
-/// `read` of the bytes of `buf` (bytes, a bytearray or a memoryview), which `call` refuses where
-/// they are not contiguous.
-fn read_buffer<T>(
-    buf: &Bound<'_, PyAny>,
-    call: &str,
-    read: impl FnOnce(&[u8]) -> T,
-) -> PyResult<T> {
-    let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
-    if !view.is_c_contiguous() {
-        return Err(PyValueError::new_err(format!(
-            "{call} reads a contiguous buffer"
-        )));
-    }
-    // SAFETY: the GIL is held and no Python code runs while the buffer is read.
-    Ok(read(unsafe {
-        std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes())
-    }))
+    super::read_buffer(buf, "last_timestamp", assemble::last_timestamp)
 }
 
 /// One event with its database renamed `db` and, a Table_map's, its table `table` (see

@@ -243,6 +243,16 @@ records! {
         next: usize,
     }
 
+    /// `statement_pieces`' answer, packed little-endian arrays.
+    StatementPieces = "StatementPieces" {
+        /// u32 per unit and one more: unit k's statements are [bounds[k], bounds[k + 1]).
+        bounds: Py<PyBytes>,
+        /// u32 per statement: its key id (`StatementUnits.keys`).
+        keys: Py<PyBytes>,
+        /// u64 per statement: its Query event's offset in its unit's part's buffer.
+        queries: Py<PyBytes>,
+    }
+
     /// The malformed event that stopped a scan: kind "binlog" or "checksum", the message, and
     /// its file offset.
     ScanFault = "ScanFault" {

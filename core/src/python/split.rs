@@ -95,12 +95,10 @@ pub(super) fn split_route<'py>(
 #[pyfunction]
 pub(super) fn gtid_marks<'py>(
     py: Python<'py>,
-    buf: &Bound<'py, PyByteArray>,
+    buf: &Bound<'py, PyAny>,
     start: usize,
     stop: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    // SAFETY: the GIL is held and no Python code runs during the call, so no one can resize or
-    // write the bytearray while it is borrowed.
-    let marks = split::gtid_marks(unsafe { buf.as_bytes() }, start, stop);
+    let marks = super::read_buffer(buf, "gtid_marks", |b| split::gtid_marks(b, start, stop))?;
     packed(py, &marks, u64::to_le_bytes)
 }
