@@ -535,8 +535,8 @@ def test_the_core_takes_its_configurations_as_typed_values():
         == ["assemble: 12 parameters"]
     from dumpfilter import _core
 
-    config = _core.AssembleConfig(renumber=True, crc=False, empty_keep=True, commit_body=b"COMMIT")
-    assert (config.renumber, config.crc, config.commit_body, config.whole_only) == (True, False, b"COMMIT", False)
+    config = _core.AssembleConfig(renumber=True, crc=False, empty_keep=True)
+    assert (config.renumber, config.crc, config.empty_keep, config.gtids) == (True, False, True, False)
 
 
 def test_the_tuple_result_check_sees_each_form():

@@ -11,6 +11,7 @@ use crate::rename_db::{DbRenames, Renamer};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
 use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
+use crate::split::{last_of_each_pair, seen, Seen};
 use crate::stmt_units::ByKeys;
 use crate::types::*;
 use crate::unit_cut::{keep_of, partial};
@@ -45,10 +46,6 @@ pub struct Options<'a> {
     pub renumber: bool,
     pub crc: bool,
     pub empty_keep: bool,
-    /// The body of the COMMIT Query an emptied group ends with (codec.encode.query_body).
-    pub commit_body: &'a [u8],
-    /// Only units kept whole (a slave relaying what its own rules keep): stop at any other.
-    pub whole_only: bool,
     /// Stop before writing a unit once the output offset has reached this (a series' file size
     /// limit: the caller rotates and goes on); u64::MAX: none.
     pub limit: u64,
@@ -171,7 +168,7 @@ pub fn assemble(
     let mut counts = Counts::default();
     let mut i = from;
     let mut full = false;
-    let mut gtids = GtidsWritten::default();
+    let mut gtids: Vec<Seen> = Vec::new(); // the GTID events written, for `Assembly::gtids`
     let mut renamer = opt.renames.map(Renamer::new);
     'units: while i < units.len() {
         let u = &units[i];
@@ -234,7 +231,7 @@ pub fn assemble(
             full = true;
             break; // something to write, and the file is full: the caller rotates
         }
-        if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber && !opt.whole_only)) {
+        if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber)) {
             out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
         let written_at = out.len() as u64;
@@ -255,7 +252,7 @@ pub fn assemble(
         }
         if all {
             if opt.gtids && u.gtid_size > 0 {
-                gtids.add(u, written_at);
+                gtids.push(seen(u, written_at));
             }
             if let (true, Some(r)) = (renamed, renamer.as_ref()) {
                 if !opt.renumber {
@@ -273,7 +270,7 @@ pub fn assemble(
             out_pos += size;
             done!(counts.kept, []);
         }
-        if !(mariadb || mysql) || !opt.renumber || opt.whole_only {
+        if !(mariadb || mysql) || !opt.renumber {
             break; // relay logs: the reference framing
         }
         let gtid_end = u.start + u.gtid_size as usize;
@@ -294,7 +291,7 @@ pub fn assemble(
                 break;
             };
             if opt.gtids {
-                gtids.add(u, written_at);
+                gtids.push(seen(u, written_at));
             }
             out_pos += written;
             done!(counts.emptied, [events_out, written]);
@@ -325,7 +322,7 @@ pub fn assemble(
             p
         };
         if opt.gtids {
-            gtids.add(u, written_at);
+            gtids.push(seen(u, written_at));
         }
         let written = if mariadb {
             push_made(&mut out, &joined, out_pos, opt.crc)
@@ -345,44 +342,7 @@ pub fn assemble(
         out_pos,
         counts,
         full,
-        gtids: gtids.finish(),
-    }
-}
-
-/// The GTID events an assembly wrote, for `Assembly::gtids`.
-#[derive(Default)]
-struct GtidsWritten {
-    /// (offset, MariaDB (domain, server_id) or None) in order written.
-    seen: Vec<(u64, Option<(u32, u32)>)>,
-}
-
-impl GtidsWritten {
-    fn add(&mut self, u: &Unit, at: u64) {
-        let mariadb = u.flags & F_MARIADB_GTID != 0;
-        self.seen
-            .push((at, mariadb.then_some((u.gtid_domain, u.gtid_server))));
-    }
-
-    fn finish(self) -> Vec<u64> {
-        let mut last: std::collections::HashMap<(u32, u32), usize> = Default::default();
-        for (k, (_, pair)) in self.seen.iter().enumerate() {
-            if let Some(p) = pair {
-                last.insert(*p, k);
-            }
-        }
-        let mut out = Vec::new();
-        let mut placed: std::collections::HashSet<(u32, u32)> = Default::default();
-        for (at, pair) in &self.seen {
-            match pair {
-                None => out.push(*at),
-                Some(p) => {
-                    if placed.insert(*p) {
-                        out.push(self.seen[last[p]].0);
-                    }
-                }
-            }
-        }
-        out
+        gtids: last_of_each_pair(gtids),
     }
 }
 
@@ -405,7 +365,7 @@ fn push_emptied(
         return None;
     }
     let gsize = g.len() as u64;
-    let csize = (HEADER_LEN + opt.commit_body.len() + crc_len) as u64;
+    let csize = (HEADER_LEN + COMMIT_BODY.len() + crc_len) as u64;
     let renumber = log_pos != 0;
     let gtid_out_end = if renumber { out_pos } else { source_pos } + gsize;
     let g0 = out.len();
@@ -434,7 +394,7 @@ fn push_emptied(
     };
     out.extend_from_slice(&clp.to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(opt.commit_body);
+    out.extend_from_slice(COMMIT_BODY);
     if opt.crc {
         let c = crc32fast::hash(&out[c0..]);
         out.extend_from_slice(&c.to_le_bytes());

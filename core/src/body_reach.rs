@@ -7,8 +7,8 @@
 //! the line's end, a byte outside ASCII outside a string, an unclosed quote) is not answered: the
 //! general path reads the whole text.
 
-use crate::facts::lex::{tokens, Kind, Tok};
-use crate::gate_reach::text_reaches_key_alone;
+use crate::facts::lex::{tokens, Cur};
+use crate::gate_reach::reaches_key_alone;
 use crate::stmt::{dml_shape, one_of};
 
 /// `form`: where the body starts: after FOR EACH ROW [FOLLOWS|
@@ -46,41 +46,21 @@ const NOT_ONE_STATEMENT: &[&[u8]] = &[
     b"ELSEIF", b"THEN", b"DO", b"LOOP", b"WHILE", b"REPEAT", b"UNTIL", b"RETURN",
 ];
 
-struct Body<'a> {
-    sql: &'a [u8],
-    toks: &'a [Tok],
-}
-
-impl Body<'_> {
-    fn word(&self, i: usize) -> Option<&[u8]> {
-        self.toks
-            .get(i)
-            .filter(|t| t.kind == Kind::Word)
-            .map(|t| &self.sql[t.start..t.end])
-    }
-
-    fn is_word(&self, i: usize, kw: &[u8]) -> bool {
-        self.word(i).is_some_and(|w| w.eq_ignore_ascii_case(kw))
-    }
-
-    fn is_punct(&self, i: usize, c: u8) -> bool {
-        self.toks.get(i).is_some_and(|t| {
-            t.kind == Kind::Punct && t.end == t.start + 1 && self.sql[t.start] == c
-        })
-    }
-
+/// The body's reading, step by step, over the facts' cursor.
+impl Cur<'_> {
     /// The index of the body's first token.
     fn start(&self, form: u8) -> usize {
         let n = self.toks.len();
         match form {
             FORM_TRIGGER => {
                 for i in 0..n.saturating_sub(2) {
-                    if self.is_word(i, b"FOR")
-                        && self.is_word(i + 1, b"EACH")
-                        && self.is_word(i + 2, b"ROW")
+                    if self.is_word_at(i, b"FOR")
+                        && self.is_word_at(i + 1, b"EACH")
+                        && self.is_word_at(i + 2, b"ROW")
                     {
                         let start = i + 3;
-                        if self.is_word(start, b"FOLLOWS") || self.is_word(start, b"PRECEDES") {
+                        if self.is_word_at(start, b"FOLLOWS") || self.is_word_at(start, b"PRECEDES")
+                        {
                             return start + 2;
                         }
                         return start;
@@ -89,31 +69,31 @@ impl Body<'_> {
                 n
             }
             FORM_EVENT => (0..n)
-                .find(|&i| self.is_word(i, b"DO"))
+                .find(|&i| self.is_word_at(i, b"DO"))
                 .map_or(n, |i| i + 1),
             _ => {
                 // The parameter list follows the routine's name; MariaDB's sql_mode=ORACLE lets
                 // a routine go without one (`CREATE PROCEDURE p AS BEGIN ... END`): its body
                 // starts after the name then.
                 let mut at = (0..n)
-                    .find(|&i| self.word(i).is_some_and(|w| one_of(w, ROUTINE_WORDS)))
+                    .find(|&i| self.word_at(i).is_some_and(|w| one_of(w, ROUTINE_WORDS)))
                     .map_or(0, |i| i + 1);
-                at += usize::from(self.is_word(at, b"BODY"));
-                if self.is_word(at, b"IF")
-                    && self.is_word(at + 1, b"NOT")
-                    && self.is_word(at + 2, b"EXISTS")
+                at += usize::from(self.is_word_at(at, b"BODY"));
+                if self.is_word_at(at, b"IF")
+                    && self.is_word_at(at + 1, b"NOT")
+                    && self.is_word_at(at + 2, b"EXISTS")
                 {
                     at += 3;
                 }
-                at += if self.is_punct(at + 1, b'.') { 3 } else { 1 };
-                if !self.is_punct(at, b'(') {
+                at += if self.is_punct_at(at + 1, b'.') { 3 } else { 1 };
+                if !self.is_punct_at(at, b'(') {
                     return at.min(n);
                 }
                 let mut depth = 0i64;
                 for i in at..n {
-                    if self.is_punct(i, b'(') {
+                    if self.is_punct_at(i, b'(') {
                         depth += 1;
-                    } else if self.is_punct(i, b')') {
+                    } else if self.is_punct_at(i, b')') {
                         depth -= 1;
                         if depth == 0 {
                             return i + 1;
@@ -130,14 +110,17 @@ impl Body<'_> {
     /// `OLD.c` (a trigger's row, not a table).
     fn plain(&self, from: usize, to: usize, trigger: bool) -> bool {
         (from..to).all(|i| {
-            if self.is_punct(i, b'(') || self.is_word(i, b"NEXT") || self.is_word(i, b"PREVIOUS") {
+            if self.is_punct_at(i, b'(')
+                || self.is_word_at(i, b"NEXT")
+                || self.is_word_at(i, b"PREVIOUS")
+            {
                 return false;
             }
-            if !self.is_punct(i, b'.') {
+            if !self.is_punct_at(i, b'.') {
                 return true;
             }
             // NEW and OLD name the row (compared as written, as `policy_bound._qualified` does).
-            trigger && i > from && matches!(self.word(i - 1), Some(b"NEW" | b"OLD"))
+            trigger && i > from && matches!(self.word_at(i - 1), Some(b"NEW" | b"OLD"))
         })
     }
 
@@ -146,7 +129,7 @@ impl Body<'_> {
     fn key_alone(&self, verb: usize, to: usize, end: usize, trigger: bool) -> Option<BodyTable> {
         let mut before: &[u8] = b"";
         for i in verb + 1..to {
-            let Some(w) = self.word(i) else {
+            let Some(w) = self.word_at(i) else {
                 continue;
             };
             if one_of(w, NOT_ONE_STATEMENT)
@@ -161,8 +144,8 @@ impl Body<'_> {
         if trigger {
             for i in verb..to.saturating_sub(2) {
                 let (word, dot) = (self.toks[i], self.toks[i + 1]);
-                if matches!(self.word(i), Some(b"NEW" | b"OLD"))
-                    && self.is_punct(i + 1, b'.')
+                if matches!(self.word_at(i), Some(b"NEW" | b"OLD"))
+                    && self.is_punct_at(i + 1, b'.')
                     && dot.start == word.end
                 {
                     text.extend_from_slice(&self.sql[at..word.start]);
@@ -171,10 +154,7 @@ impl Body<'_> {
             }
         }
         text.extend_from_slice(&self.sql[at..end]);
-        let shape = dml_shape(&text)?;
-        if !text_reaches_key_alone(&text) {
-            return None;
-        }
+        let shape = dml_shape(&text).filter(|s| reaches_key_alone(&text, s))?;
         Some((shape.db.map(|d| d.into_owned()), shape.table.into_owned()))
     }
 }
@@ -186,23 +166,20 @@ impl Body<'_> {
 /// neither). None: the general path reads the whole text.
 pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
     let lexed = tokens(sql)?;
-    let body = Body {
-        sql,
-        toks: &lexed.toks,
-    };
-    if !(body.is_word(0, b"CREATE") || body.is_word(0, b"ALTER")) {
+    let body = Cur::new(sql, &lexed.toks);
+    if !(body.is_word_at(0, b"CREATE") || body.is_word_at(0, b"ALTER")) {
         return None;
     }
     let trigger = form == FORM_TRIGGER;
     let n = body.toks.len();
     let start = body.start(form).min(n);
-    if start > 0 && body.is_punct(start - 1, b'.') {
+    if start > 0 && body.is_punct_at(start - 1, b'.') {
         return None; // a first string the whole text's ANSI_QUOTES reading may take for a name
     }
     let mut out = BodyReach::default();
     let mut from = start;
     for i in start..=n {
-        if i < n && !body.is_punct(i, b';') {
+        if i < n && !body.is_punct_at(i, b';') {
             continue;
         }
         let (piece, to) = (from, i);
@@ -211,7 +188,7 @@ pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
             continue;
         }
         let end = if i < n { body.toks[i].start } else { sql.len() };
-        let verb = (piece..to).find(|&k| body.word(k).is_some_and(|w| one_of(w, BODY_VERBS)));
+        let verb = (piece..to).find(|&k| body.word_at(k).is_some_and(|w| one_of(w, BODY_VERBS)));
         let cleared = match verb {
             None if body.plain(piece, to, trigger) => continue,
             Some(verb) if body.plain(piece, verb, trigger) => {

@@ -11,11 +11,7 @@ use crate::le::u32_at;
 use crate::stmt::{dml_shape, name_char, one_of, Shape};
 use crate::stmt::{KIND_DELETE, KIND_INSERT, KIND_REPLACE, KIND_UPDATE};
 use crate::stmt_cues::quote_or_backslash;
-use crate::types::HEADER_LEN;
-
-const ANNOTATE_ROWS: u8 = 160;
-const ROWS_QUERY: u8 = 29;
-const TABLE_MAP: u8 = 19;
+use crate::types::{ANNOTATE_ROWS, HEADER_LEN, ROWS_QUERY, TABLE_MAP};
 
 /// Calls that cannot be a stored function's (a subset of `rules.sql_functions.NOT_STORED`,
 /// `tests/core/test_gate_reach.py` holds it so), with the words that may stand before a `(`.

@@ -8,12 +8,10 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::gate_reach::{annotation_needs, text_reaches_key_alone};
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
-use crate::le::u32_at;
 use crate::rows::{ROW_KEEP, ROW_PARTIAL};
 use crate::scan::{Unit, F_FAST};
 use crate::sql::query_ranges;
-use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
-use crate::types::HEADER_LEN;
+use crate::stmt_units::{query_at, Piece, StmtUnits, ALWAYS};
 use crate::unit_list::UnitList;
 
 /// A unit's `annotation_needs`, read once.
@@ -205,22 +203,10 @@ const NOT_ALONE: u8 = 2;
 /// in `buf`, the QUERY post-header `post` and checksum `crc` bytes long) reaches its key's table
 /// alone; false where it cannot be read.
 fn piece_alone(buf: &[u8], piece: &Piece, post: usize, crc: usize) -> bool {
-    let (mut at, mut last) = (piece.start(), None);
-    while at + HEADER_LEN <= piece.end() {
-        let Some(size) = u32_at(buf, at + 9).map(|s| s as usize) else {
-            return false;
-        };
-        if size < HEADER_LEN || at + size > piece.end() {
-            return false;
-        }
-        last = Some((at, at + size));
-        at += size;
-    }
-    let Some((q, end)) = last.filter(|_| at == piece.end()) else {
+    let (Some(raw), Some(q)) = (buf.get(..piece.end()), query_at(buf, piece)) else {
         return false;
     };
-    query_ranges(&buf[..end], q, post, crc)
-        .is_some_and(|(_, sql)| text_reaches_key_alone(&buf[sql]))
+    query_ranges(raw, q, post, crc).is_some_and(|(_, sql)| text_reaches_key_alone(&buf[sql]))
 }
 
 #[cfg(test)]
@@ -228,8 +214,7 @@ mod tests {
     use super::*;
     use crate::test_events::event;
 
-    const ANNOTATE_ROWS: u8 = 160;
-    const TABLE_MAP: u8 = 19;
+    use crate::types::{ANNOTATE_ROWS, TABLE_MAP};
 
     #[test]
     fn needs_read_ahead_are_taken_under_their_format_only() {

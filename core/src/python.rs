@@ -68,6 +68,34 @@ fn scan_fault(e: Option<&ScanError>) -> Option<results::ScanFault> {
     })
 }
 
+/// A list of the records `items` makes (the first error, if any).
+fn list<T: for<'py> IntoPyObject<'py>>(
+    py: Python<'_>,
+    items: impl Iterator<Item = PyResult<T>>,
+) -> PyResult<Py<pyo3::types::PyList>> {
+    let items = items.collect::<PyResult<Vec<T>>>()?;
+    Ok(pyo3::types::PyList::new(py, items)?.unbind())
+}
+
+/// `read` of the bytes of `buf` (bytes, a bytearray or a memoryview), which `call` refuses where
+/// they are not contiguous.
+fn read_buffer<T>(
+    buf: &Bound<'_, PyAny>,
+    call: &str,
+    read: impl FnOnce(&[u8]) -> T,
+) -> PyResult<T> {
+    let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
+    if !view.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{call} reads a contiguous buffer"
+        )));
+    }
+    // SAFETY: the GIL is held and no Python code runs while the buffer is read.
+    Ok(read(unsafe {
+        std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes())
+    }))
+}
+
 /// `scan_fault` as a field of a result.
 fn error_field(py: Python<'_>, e: Option<&ScanError>) -> PyResult<Option<Py<results::ScanFault>>> {
     scan_fault(e).map(|f| Py::new(py, f)).transpose()
@@ -102,12 +130,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
-    m.add_class::<verify_forms::Relayed>()?;
-    m.add_class::<stmt_pieces::StatementPieces>()?;
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
-    m.add_class::<sent::SendConfig>()?;
+    sent::add_records(m)?;
     m.add_class::<unit_list_counts::CountJob>()?;
-    m.add_class::<scanner::AssembleConfig>()?;
+    scanner::add_records(m)?;
     results::add_records(m)?;
     facts::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;

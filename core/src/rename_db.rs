@@ -17,12 +17,7 @@
 use std::collections::HashMap;
 
 use crate::le::u32_at;
-use crate::types::HEADER_LEN;
-
-const QUERY: u8 = 2;
-const EXECUTE_LOAD_QUERY: u8 = 18;
-const TABLE_MAP: u8 = 19;
-const QUERY_COMPRESSED: u8 = 165;
+use crate::types::{EXECUTE_LOAD_QUERY, HEADER_LEN, QUERY, QUERY_COMPRESSED, TABLE_MAP};
 
 /// The renames of one slave's rules over the names met so far, and the format to read them with.
 #[derive(Debug, Default)]

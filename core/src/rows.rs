@@ -1,5 +1,5 @@
 //! A slave's answer per unit of a segment (the ROW_ codes), from its keep byte per table name:
-//! many at once over one read of the units (`rows_many`; `rows`: one slave, the same walk).
+//! many at once over one read of the units (`rows_many`).
 
 use crate::keep::KEEP_DROP;
 
@@ -9,14 +9,6 @@ pub const ROW_SKIP: u8 = 0; // no table kept
 pub const ROW_PARTIAL: u8 = 1; // some kept
 pub const ROW_KEEP: u8 = 2; // every table kept, or none to decide
 pub const ROW_SLOW: u8 = 3; // not a fast unit, or a table whose answer is not given
-
-/// One slave's answer per unit of a segment, one byte each: ROW_SKIP, ROW_PARTIAL, ROW_KEEP or
-/// ROW_SLOW. `bounds` holds (lo, hi) per unit into `tids` (name ids of
-/// the fast units' Table_maps), lo = u32::MAX for a unit that is not fast; `keep` one byte per
-/// name id (any byte but KEEP_DROP: kept). What the master's stream (`SlaveStream._row`) works from.
-pub fn rows(tids: &[u32], bounds: &[u32], keep: &[u8]) -> Vec<u8> {
-    rows_many(tids, bounds, &[keep]).pop().unwrap_or_default()
-}
 
 // `rows_many` computes the codes from these values.
 /// `code` for each unit of `units` (u32 indices, little-endian) whose answer in `row` is
@@ -49,8 +41,11 @@ const LANES: usize = 64;
 /// Units answered per block before each slave's row takes its bytes of them.
 const BLOCK: usize = 256;
 
-/// `rows` for many slaves (`keeps`, one keep byte per name id each), with one read of the units'
-/// name ids for every 64 of them: per name id, a word with one bit per slave (kept, and known:
+/// Each slave's answer per unit of a segment, one byte each: ROW_SKIP, ROW_PARTIAL, ROW_KEEP or
+/// ROW_SLOW (what the master's stream, `SlaveStream._row`, works from). `bounds` holds (lo, hi)
+/// per unit into `tids` (name ids of the fast units' Table_maps), lo = u32::MAX for a unit that
+/// is not fast; `keeps` one keep byte per name id per slave (any byte but KEEP_DROP: kept). One
+/// read of the units' name ids for every 64 slaves: per name id, a word with one bit per slave (kept, and known:
 /// an id past a slave's keep bytes is not given), ANDed and ORed over each unit's Table_maps.
 /// `experiment --candidates` with 64 rule sets walked the units 64 times (a seventh of its CPU).
 pub fn rows_many(tids: &[u32], bounds: &[u32], keeps: &[&[u8]]) -> Vec<Vec<u8>> {
@@ -187,7 +182,6 @@ mod tests {
             }
             let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
             assert_eq!(rows_many(&tids, &bounds, &refs), want);
-            assert_eq!(rows(&tids, &bounds, &keeps[0]), want[0]);
         }
     }
 }

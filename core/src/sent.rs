@@ -1,6 +1,7 @@
-//! What a walk over a segment sends (`Sent`): its counters, and what it sends as pieces, each
-//! a stretch of a part's buffer (kept units, where they lie) or of bytes it made (Heartbeats,
-//! skip forms, units kept in part), copied into their place once (`Sent::fill`).
+//! What a walk over a segment sends (`Sent`; split's routing walk writes one per output): its
+//! counters, and what it sends as pieces, each a stretch of a part's buffer (kept units, where
+//! they lie) or of bytes it made (Heartbeats, skip forms, units kept in part), copied into their
+//! place once (`Sent::fill`).
 
 /// A stretch of what a call sends, in order (`Sent::pieces`): bytes of a part's buffer (kept
 /// units, copied once, where they go) or of `Sent::own` (Heartbeats, units kept in part).

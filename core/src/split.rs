@@ -13,25 +13,20 @@
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
+use crate::sent::Sent;
 use crate::skip_forms::mysql::head_end;
 use crate::split_mysql::{is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
 use crate::unit_cut::partial;
 
-/// A piece of an output's bytes: a range of the buffer, or bytes of a partly kept unit.
-pub enum Piece {
-    Range(usize, usize),
-    Owned(Vec<u8>),
-}
-
-/// What `route` wrote: per output its pieces, byte count and each unit's end (plus that output's
-/// base); `fill` copies an output's pieces into its bytes once.
+/// What `route` wrote: per output its bytes as pieces (ranges of the buffer, part 0, and the
+/// partly kept units' bytes: `Sent::fill` copies them into its bytes once) and each unit's end
+/// (plus that output's base).
 pub struct Routed {
     /// The first unit not handled (Python routes it).
     pub next: usize,
-    pub outs: Vec<Vec<Piece>>,
-    pub sizes: Vec<usize>,
+    pub outs: Vec<Sent>,
     pub ends: Vec<Vec<u64>>,
     /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
     /// bytes, from the unit records).
@@ -50,7 +45,13 @@ enum Copy {
 }
 
 /// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
-type Seen = (u64, Option<(u32, u32)>);
+pub(crate) type Seen = (u64, Option<(u32, u32)>);
+
+/// Unit `u`'s GTID event written at `at`.
+pub(crate) fn seen(u: &Unit, at: u64) -> Seen {
+    let mariadb = u.flags & F_MARIADB_GTID != 0;
+    (at, mariadb.then_some((u.gtid_domain, u.gtid_server)))
+}
 
 const ROUTED: u32 = F_FAST | F_COMPLETE;
 
@@ -69,7 +70,7 @@ impl StmtRoute<'_> {
     /// Each output's copy of statement unit k, `u` (as TransactionFilter(empty_transactions=DROP)
     /// cuts it: the GTID and XID always, each Query with its context events by its key's answer,
     /// nothing when no Query is kept), or false when Python must route it.
-    fn copies(&self, buf: &[u8], k: usize, u: &Unit, copies: &mut Vec<Copy>) -> bool {
+    fn copies(&self, buf: &[u8], k: usize, copies: &mut Vec<Copy>) -> bool {
         let Some(pieces) = self.units.of(k) else {
             return false;
         };
@@ -97,13 +98,10 @@ impl StmtRoute<'_> {
             } else if kept == 0 {
                 Copy::Nothing
             } else {
-                let mut bytes = Vec::with_capacity(u.end - u.start);
-                for p in pieces {
-                    if p.key == ALWAYS || keep.get(p.key as usize) == Some(&KEEP_KEEP) {
-                        bytes.extend_from_slice(&buf[p.start()..p.end()]);
-                    }
+                match self.units.partial(k, buf, keep) {
+                    Some((bytes, _)) => Copy::Part(bytes),
+                    None => return false,
                 }
-                Copy::Part(bytes)
             });
         }
         true
@@ -129,8 +127,7 @@ pub fn route(
     mysql: Option<&MysqlRoute>,
 ) -> Routed {
     let n = keeps.len();
-    let mut outs: Vec<Vec<Piece>> = (0..n).map(|_| Vec::new()).collect();
-    let mut sizes: Vec<usize> = vec![0; n];
+    let mut outs: Vec<Sent> = (0..n).map(|_| Sent::default()).collect();
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
     let mut pairs: Vec<Vec<Seen>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
@@ -150,7 +147,7 @@ pub fn route(
         let by_keys = u.flags & ROUTED != ROUTED || !(mariadb || my.is_some());
         if by_keys {
             let taken = match stmt {
-                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, u, &mut copies),
+                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, &mut copies),
                 None => false,
             };
             if !taken {
@@ -202,26 +199,16 @@ pub fn route(
         }
         let mut counted_n = 0;
         for (o, copy) in copies.drain(..).enumerate() {
-            let pair = mariadb.then_some((u.gtid_domain, u.gtid_server));
-            pairs[o].push((sizes[o] as u64, pair));
+            pairs[o].push(seen(u, outs[o].out_len as u64));
             match copy {
-                Copy::Whole => {
-                    sizes[o] += u.end - u.start;
-                    match outs[o].last_mut() {
-                        Some(Piece::Range(_, b)) if *b == u.start => *b = u.end, // a run of units
-                        _ => outs[o].push(Piece::Range(u.start, u.end)),
-                    }
-                }
-                Copy::Part(bytes) => {
-                    sizes[o] += bytes.len();
-                    outs[o].push(Piece::Owned(bytes));
-                }
+                Copy::Whole => outs[o].buf_piece(0, u.start, u.end), // a run of units: one piece
+                Copy::Part(bytes) => outs[o].own_piece(&bytes),
                 Copy::Nothing => {
                     pairs[o].pop();
                     continue;
                 }
             }
-            ends[o].push(bases.get(o).copied().unwrap_or(0) + sizes[o] as u64);
+            ends[o].push(bases.get(o).copied().unwrap_or(0) + outs[o].out_len as u64);
             if counted.get(o).copied().unwrap_or(true) {
                 counted_n += 1;
             }
@@ -233,24 +220,10 @@ pub fn route(
     Routed {
         next: i,
         outs,
-        sizes,
         ends,
         marks: pairs.into_iter().map(last_of_each_pair).collect(),
         multi,
         none,
-    }
-}
-
-/// Copies one output's pieces into `dst` (its size).
-pub fn fill(buf: &[u8], pieces: &[Piece], dst: &mut [u8]) {
-    let mut at = 0;
-    for piece in pieces {
-        let src = match piece {
-            Piece::Range(a, b) => &buf[*a..*b],
-            Piece::Owned(bytes) => &bytes[..],
-        };
-        dst[at..at + src.len()].copy_from_slice(src);
-        at += src.len();
     }
 }
 
@@ -283,7 +256,7 @@ pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
 
 /// The offsets of `seen` (offset, MariaDB (domain, server_id) or None for MySQL) a GTID state
 /// needs: every MySQL one, and the last of each MariaDB pair, placed where the pair first appears.
-fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
+pub(crate) fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
     let mut last: std::collections::HashMap<(u32, u32), u64> = Default::default();
     for (at, pair) in &seen {
         if let Some(p) = pair {
@@ -359,6 +332,6 @@ mod tests {
             None,
         );
         assert_eq!(r.next, 0);
-        assert!(r.outs[0].is_empty() && r.sizes[0] == 0);
+        assert!(r.outs[0].pieces.is_empty() && r.outs[0].out_len == 0);
     }
 }

@@ -297,7 +297,7 @@ impl<'a> ByKeys<'a> {
 
 /// The offset of piece `p`'s Query event in `buf`, past the context events it opens with; None
 /// when `buf` does not hold them.
-fn query_at(buf: &[u8], p: &Piece) -> Option<usize> {
+pub(crate) fn query_at(buf: &[u8], p: &Piece) -> Option<usize> {
     let mut at = p.start();
     for _ in 1..p.events {
         let size = u32_at(buf, at + 9)? as usize;

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use crate::heartbeat::Heartbeats;
 use crate::hops::{head_end, statements};
 use crate::le::u32_at;
-use crate::rows::{rows, rows_many};
+use crate::rows::rows_many;
 use crate::scan::{
     Unit, CONTROL, F_ANONYMOUS_GTID, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
 };
@@ -426,9 +426,11 @@ impl UnitList {
         Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
     }
 
-    /// One stream's answer byte per unit from its keep byte per name id (see rows::rows).
+    /// One stream's answer byte per unit from its keep byte per name id (see rows::rows_many).
     pub fn rows(&self, keep: &[u8]) -> Vec<u8> {
-        rows(&self.tids, &self.bounds, keep)
+        rows_many(&self.tids, &self.bounds, &[keep])
+            .pop()
+            .unwrap_or_default()
     }
 
     /// `rows` for many slaves at once (see rows::rows_many).

@@ -55,7 +55,6 @@ from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED,
                                             TransactionFilter)
 from dumpfilter.binlogs.background import ReadAhead
 from dumpfilter.binlogs.sinks import Sink
-from dumpfilter.codec.encode import COMMIT_BODY
 
 if TYPE_CHECKING:
     from dumpfilter import _core
@@ -426,9 +425,8 @@ class _FileWalk:
                 or config.gtids != sink.direct_gtids or config.renames is not renames \
                 or (config.query_post, config.load_post, config.table_map_post) != posts:
             config = self._config = AssembleConfig(renumber=direct.renumber_positions, crc=fmt.checksum_len > 0,
-                                                   empty_keep=self.empty_keep, commit_body=COMMIT_BODY,
-                                                   gtids=sink.direct_gtids, renames=renames, query_post=posts[0],
-                                                   load_post=posts[1], table_map_post=posts[2])
+                                                   empty_keep=self.empty_keep, gtids=sink.direct_gtids, renames=renames,
+                                                   query_post=posts[0], load_post=posts[1], table_map_post=posts[2])
         done = self.scanner.assemble(
             self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, config, answers=answers,
             limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep)

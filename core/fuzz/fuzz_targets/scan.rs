@@ -132,8 +132,6 @@ fuzz_target!(|data: &[u8]| {
         renumber: control & 8 != 0,
         crc: control & 16 != 0,
         empty_keep: control & 32 != 0,
-        commit_body: b"COMMIT",
-        whole_only: control & 64 != 0,
         limit: u64::MAX,
         fresh: false,
         gtids: control & 1 != 0,

@@ -184,8 +184,13 @@ impl<'a> Cur<'a> {
 
     /// The word at the cursor, or None (not a word, or the end).
     pub fn word(&self) -> Option<&'a [u8]> {
+        self.word_at(self.at)
+    }
+
+    /// Token `i` if it is a word.
+    pub fn word_at(&self, i: usize) -> Option<&'a [u8]> {
         self.toks
-            .get(self.at)
+            .get(i)
             .filter(|t| t.kind == Kind::Word)
             .map(|t| self.text(t))
     }

@@ -5,6 +5,7 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use super::list;
 use super::results::records;
 use crate::facts::lex::QName;
 
@@ -104,12 +105,8 @@ fn qname(py: Python<'_>, q: &QName) -> PyResult<Py<QualifiedName>> {
     )
 }
 
-fn qnames<'py>(py: Python<'py>, names: &[QName]) -> PyResult<Py<PyList>> {
-    let list = PyList::empty(py);
-    for q in names {
-        list.append(qname(py, q)?)?;
-    }
-    Ok(list.unbind())
+fn qnames(py: Python<'_>, names: &[QName]) -> PyResult<Py<PyList>> {
+    list(py, names.iter().map(|q| qname(py, q)))
 }
 
 /// A statement's facts (see facts::facts) for `rules.statement_facts`; None where Python's
@@ -120,57 +117,41 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
     let Some(f) = crate::facts::facts(sql) else {
         return Ok(None);
     };
-    let renames = PyList::empty(py);
-    for (old, new) in &f.renames {
+    let renames = f.renames.iter().map(|(old, new)| {
         let (old, new) = (qname(py, old)?, qname(py, new)?);
-        renames.append(Rename { old, new })?;
-    }
-    let refs = PyList::empty(py);
-    for r in &f.refs {
-        refs.append(TableReference {
+        Ok(Rename { old, new })
+    });
+    let refs = f.refs.iter().map(|r| {
+        Ok(TableReference {
             table: qname(py, &r.table)?,
             alias: r.alias.as_deref().map(|a| bytes(py, a)),
-        })?;
-    }
-    let set_columns = PyList::empty(py);
-    for (qualifier, column) in f.set_columns {
-        set_columns.append(SetColumn {
-            qualifier,
-            column: bytes(py, &column),
-        })?;
-    }
+        })
+    });
+    let set_columns = f.set_columns.into_iter().map(|(qualifier, column)| {
+        let column = bytes(py, &column);
+        Ok(SetColumn { qualifier, column })
+    });
     let trigger_def = match f.trigger_def {
         Some(d) => {
-            let writes = match d.writes {
-                Some(ws) => {
-                    let list = PyList::empty(py);
-                    for (table, event) in &ws {
-                        list.append(TriggerWrite {
-                            table: qname(py, table)?,
-                            event,
-                        })?;
-                    }
-                    Some(list.unbind())
-                }
-                None => None,
+            let write = |(table, event): &(QName, &'static str)| {
+                let table = qname(py, table)?;
+                Ok(TriggerWrite { table, event })
             };
+            let writes = d.writes.map(|ws| list(py, ws.iter().map(write)));
             let def = TriggerDefinition {
                 timing: d.timing,
                 event: d.event,
-                writes,
+                writes: writes.transpose()?,
             };
             Some(Py::new(py, def)?)
         }
         None => None,
     };
     let target = match &f.target {
-        Some((object, name)) => Some(Py::new(
-            py,
-            ObjectTarget {
-                object,
-                name: qname(py, name)?,
-            },
-        )?),
+        Some((object, name)) => {
+            let name = qname(py, name)?;
+            Some(Py::new(py, ObjectTarget { object, name })?)
+        }
         None => None,
     };
     Ok(Some(StatementFacts {
@@ -180,10 +161,10 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         temporary: f.temporary,
         if_exists: f.if_exists,
         db_name: f.db_name.as_deref().map(|d| bytes(py, d)),
-        renames: renames.unbind(),
+        renames: list(py, renames)?,
         trigger: f.trigger.as_ref().map(|t| qname(py, t)).transpose()?,
-        refs: refs.unbind(),
-        set_columns: set_columns.unbind(),
+        refs: list(py, refs)?,
+        set_columns: list(py, set_columns)?,
         targets: f.targets,
         columns: f.columns,
         trigger_def,

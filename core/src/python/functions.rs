@@ -217,14 +217,7 @@ pub(super) fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
 #[stub]
 #[pyfunction]
 pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
-    let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
-    if !view.is_c_contiguous() {
-        return Err(PyValueError::new_err("hop reads a contiguous buffer"));
-    }
-    // SAFETY: the GIL is held and no Python code runs while the buffer is read.
-    let bytes =
-        unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
-    let (events, stop) = hops::hop(bytes, off);
+    let (events, stop) = super::read_buffer(buf, "hop", |bytes| hops::hop(bytes, off))?;
     Ok(HopResult { events, stop })
 }
 
@@ -233,16 +226,7 @@ pub(super) fn hop(buf: &Bound<'_, PyAny>, off: usize) -> PyResult<HopResult> {
 #[stub]
 #[pyfunction]
 pub(super) fn last_timestamp(buf: &Bound<'_, PyAny>) -> PyResult<u32> {
-    let view = pyo3::buffer::PyBuffer::<u8>::get(buf)?;
-    if !view.is_c_contiguous() {
-        return Err(PyValueError::new_err(
-            "last_timestamp reads a contiguous buffer",
-        ));
-    }
-    // SAFETY: the GIL is held and no Python code runs while the buffer is read.
-    let bytes =
-        unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, view.len_bytes()) };
-    Ok(assemble::last_timestamp(bytes))
+    super::read_buffer(buf, "last_timestamp", assemble::last_timestamp)
 }
 
 /// One event with its database renamed `db` and, a Table_map's, its table `table` (see
@@ -339,14 +323,13 @@ pub(super) fn relay_run<'py>(
         })?
         .into_any(),
     };
-    let texts = PyList::empty(py);
-    for (unit, db, sql) in &p.lone {
-        texts.append(LoneText {
+    let texts = p.lone.iter().map(|(unit, db, sql)| {
+        Ok(LoneText {
             unit: *unit,
             db: text(py, &data[db.clone()])?.unbind(),
             sql: text(py, &data[sql.clone()])?.unbind(),
-        })?;
-    }
+        })
+    });
     Ok(RelayResult {
         out: out.unbind(),
         next: p.next,
@@ -354,7 +337,7 @@ pub(super) fn relay_run<'py>(
         events: p.events,
         bytes: p.bytes,
         heartbeats: p.heartbeats,
-        lone: texts.unbind(),
+        lone: super::list(py, texts)?,
         placeholders: p.placeholders,
         by_keys: by_keys(py, stmts.as_ref())?,
         renamed: p.edits.len() as u64,
@@ -376,15 +359,15 @@ pub(super) fn replica_frames(
     let Some(f) = py.detach(|| replica::frame(events, seq, annotate, master_pos, counted)) else {
         return Ok(None);
     };
-    let gtids = PyList::empty(py);
-    for &(domain, seq_no) in &f.gtids {
-        gtids.append(DomainSeq { domain, seq_no })?;
-    }
+    let gtids = f
+        .gtids
+        .iter()
+        .map(|&(domain, seq_no)| DomainSeq { domain, seq_no });
     Ok(Some(ReplicaFrames {
         packets: PyBytes::new(py, &f.packets).unbind(),
         seq: f.seq,
         moved: f.moved,
-        gtids: gtids.unbind(),
+        gtids: PyList::new(py, gtids)?.unbind(),
         master_pos: f.master_pos,
         counted: f.counted,
     }))

@@ -235,6 +235,24 @@ records! {
         renamed: u64,
     }
 
+    /// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
+    /// run and the units that left them; `next`, the first unit not answered.
+    Relayed = "Relayed" {
+        data: Py<PyList> as Vec<Py<PyBytes>>,
+        units: Vec<u64>,
+        next: usize,
+    }
+
+    /// `statement_pieces`' answer, packed little-endian arrays.
+    StatementPieces = "StatementPieces" {
+        /// u32 per unit and one more: unit k's statements are [bounds[k], bounds[k + 1]).
+        bounds: Py<PyBytes>,
+        /// u32 per statement: its key id (`StatementUnits.keys`).
+        keys: Py<PyBytes>,
+        /// u64 per statement: its Query event's offset in its unit's part's buffer.
+        queries: Py<PyBytes>,
+    }
+
     /// The malformed event that stopped a scan: kind "binlog" or "checksum", the message, and
     /// its file offset.
     ScanFault = "ScanFault" {
@@ -461,16 +479,13 @@ pub(super) fn statement_keys(
     py: Python<'_>,
     keys: &[crate::stmt_keys::NewKey],
 ) -> PyResult<Py<PyList>> {
-    let list = PyList::empty(py);
-    for k in keys {
-        list.append(StatementKey {
-            id: k.id,
-            key: PyBytes::new(py, &k.key).unbind(),
-            db: PyBytes::new(py, &k.db).unbind(),
-            sql: PyBytes::new(py, &k.sql).unbind(),
-        })?;
-    }
-    Ok(list.unbind())
+    let keys = keys.iter().map(|k| StatementKey {
+        id: k.id,
+        key: PyBytes::new(py, &k.key).unbind(),
+        db: PyBytes::new(py, &k.db).unbind(),
+        sql: PyBytes::new(py, &k.sql).unbind(),
+    });
+    Ok(PyList::new(py, keys)?.unbind())
 }
 
 /// What a walk answered by key, as a KeysUsed record (all zero without keys).
@@ -478,7 +493,7 @@ pub(super) fn by_keys(
     py: Python<'_>,
     keys: Option<&crate::stmt_units::ByKeys>,
 ) -> PyResult<Py<KeysUsed>> {
-    let list = PyList::empty(py);
+    let list = PyList::empty(py); // (PyList_New(0) where no key was used: most calls)
     let (mut units, mut statements) = (0, 0);
     if let Some(k) = keys {
         for (id, statements) in k.key_uses() {

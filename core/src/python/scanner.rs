@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::collections::HashMap;
 
 use super::results::{
-    statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
+    records, statement_keys, AssembleCounts, AssembleResult, ScanFault, StatementUnits, TableName,
     UnitsResult, WalkResult,
 };
 use super::{check_off, error_field, packed, scan_fault};
@@ -17,41 +17,36 @@ use crate::rename_db::DbRenames;
 use crate::scan::{self, Scanner, UNIT_WORDS};
 use crate::stmt_units::{ByKeys, StmtUnits};
 
-/// An output's assembly configuration for `Scanner.assemble`, one typed value (see
-/// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
-/// carry CRC32, whether an emptied group is written (GTID + COMMIT: `commit_body`), whether only
-/// units kept whole are taken, and whether the GTID events written are reported (a series).
-#[stub]
-#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "AssembleConfig")]
-pub(super) struct AssembleConfig {
-    pub(super) renumber: bool,
-    pub(super) crc: bool,
-    pub(super) empty_keep: bool,
-    pub(super) commit_body: Py<PyBytes>,
-    pub(super) whole_only: bool,
-    pub(super) gtids: bool,
-    /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
-    /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
-    /// EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths to read them with.
-    #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))]
-    pub(super) renames: Option<Py<PyDict>>,
-    pub(super) query_post: usize,
-    pub(super) load_post: usize,
-    pub(super) table_map_post: usize,
+records! {
+    /// An output's assembly configuration for `Scanner.assemble`, one typed value (see
+    /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
+    /// carry CRC32, whether an emptied group is written (its GTID and a COMMIT), and whether the
+    /// GTID events written are reported (a series).
+    AssembleConfig = "AssembleConfig" {
+        renumber: bool,
+        crc: bool,
+        empty_keep: bool,
+        gtids: bool,
+        /// replicate-rewrite-db's names written into the units kept whole (the master's database ->
+        /// the one applied; read at each call: it grows as Python meets names), and QUERY's,
+        /// EXECUTE_LOAD_QUERY's and TABLE_MAP's post-header lengths to read them with.
+        renames: Option<Py<PyDict>> as Option<HashMap<Py<PyBytes>, Py<PyBytes>>>,
+        query_post: usize,
+        load_post: usize,
+        table_map_post: usize,
+    }
 }
 
 #[stub]
 #[pymethods]
 impl AssembleConfig {
     #[new]
-    #[pyo3(signature = (*, renumber, crc, empty_keep, commit_body, whole_only = false, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
+    #[pyo3(signature = (*, renumber, crc, empty_keep, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         renumber: bool,
         crc: bool,
         empty_keep: bool,
-        commit_body: Py<PyBytes>,
-        whole_only: bool,
         gtids: bool,
         #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))] renames: Option<
             Py<PyDict>,
@@ -64,8 +59,6 @@ impl AssembleConfig {
             renumber,
             crc,
             empty_keep,
-            commit_body,
-            whole_only,
             gtids,
             renames,
             query_post,
@@ -104,13 +97,13 @@ impl PyScanner {
 
     /// The (db, table) byte pairs interned since the last call.
     pub(super) fn new_names<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let names = PyList::empty(py);
-        for (db, table) in &self.inner.names[self.names_sent..] {
-            names.append(TableName {
+        let names = self.inner.names[self.names_sent..]
+            .iter()
+            .map(|(db, table)| TableName {
                 db: PyBytes::new(py, db).unbind(),
                 table: PyBytes::new(py, table).unbind(),
-            })?;
-        }
+            });
+        let names = PyList::new(py, names)?;
         self.names_sent = self.inner.names.len();
         Ok(names)
     }
@@ -299,8 +292,6 @@ impl PyScanner {
             renumber: config.renumber,
             crc: config.crc,
             empty_keep: config.empty_keep,
-            commit_body: config.commit_body.as_bytes(py),
-            whole_only: config.whole_only,
             limit: limit.unwrap_or(u64::MAX),
             fresh,
             gtids: config.gtids,

@@ -6,7 +6,7 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::results::SendResult;
+use super::results::{records, SendResult};
 use crate::sent::Sent;
 
 /// A walk's outcome as Python reads it (`send`: `out` its bytes; `count`: empty).
@@ -69,23 +69,23 @@ struct Dst(*mut u8, usize);
 // SAFETY: the buffer belongs to a bytes object no other thread can reach while it is filled.
 unsafe impl Send for Dst {}
 
-/// A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
-/// send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
-/// sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
-/// the bytes already in the batch, the size at which it is full, whether placeholders in a
-/// row are written as one (`placeholder_runs`) and skipped units in a row as one stretch
-/// (`skip_stretches`): a gRPC slave that asked for them.
-#[stub]
-#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "SendConfig")]
-pub(super) struct SendConfig {
-    pub(super) skip: u8,
-    pub(super) partial_ok: bool,
-    pub(super) placeholder_runs: bool,
-    pub(super) skip_stretches: bool,
-    pub(super) server_id: u32,
-    pub(super) heartbeat_crc: bool,
-    pub(super) batch_bytes: u64,
-    pub(super) limit: u64,
+records! {
+    /// A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
+    /// send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
+    /// sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
+    /// the bytes already in the batch, the size at which it is full, whether placeholders in a
+    /// row are written as one (`placeholder_runs`) and skipped units in a row as one stretch
+    /// (`skip_stretches`): a gRPC slave that asked for them.
+    SendConfig = "SendConfig" {
+        skip: u8,
+        partial_ok: bool,
+        server_id: u32,
+        heartbeat_crc: bool,
+        batch_bytes: u64,
+        limit: u64,
+        placeholder_runs: bool,
+        skip_stretches: bool,
+    }
 }
 
 #[stub]
@@ -107,26 +107,12 @@ impl SendConfig {
         SendConfig {
             skip,
             partial_ok,
-            placeholder_runs,
-            skip_stretches,
             server_id,
             heartbeat_crc,
             batch_bytes,
             limit,
+            placeholder_runs,
+            skip_stretches,
         }
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "SendConfig(skip={}, partial_ok={}, server_id={}, heartbeat_crc={}, batch_bytes={}, limit={}, placeholder_runs={}, skip_stretches={})",
-            self.skip,
-            if self.partial_ok { "True" } else { "False" },
-            self.server_id,
-            if self.heartbeat_crc { "True" } else { "False" },
-            self.batch_bytes,
-            self.limit,
-            if self.placeholder_runs { "True" } else { "False" },
-            if self.skip_stretches { "True" } else { "False" }
-        )
     }
 }

@@ -69,10 +69,10 @@ pub(super) fn split_route<'py>(
         )
     });
     let outs = PyList::empty(py);
-    for (((pieces, size), ends), marks) in r.outs.iter().zip(&r.sizes).zip(&r.ends).zip(&r.marks) {
+    for ((sent, ends), marks) in r.outs.iter().zip(&r.ends).zip(&r.marks) {
         // One copy, straight into the bytearray the series writer renumbers in place.
-        let out = PyByteArray::new_with(py, *size, |dst| {
-            split::fill(buf, pieces, dst);
+        let out = PyByteArray::new_with(py, sent.out_len, |dst| {
+            sent.fill(&[buf], dst);
             Ok(())
         })?;
         outs.append(RouteOutput {
@@ -95,12 +95,10 @@ pub(super) fn split_route<'py>(
 #[pyfunction]
 pub(super) fn gtid_marks<'py>(
     py: Python<'py>,
-    buf: &Bound<'py, PyByteArray>,
+    buf: &Bound<'py, PyAny>,
     start: usize,
     stop: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    // SAFETY: the GIL is held and no Python code runs during the call, so no one can resize or
-    // write the bytearray while it is borrowed.
-    let marks = split::gtid_marks(unsafe { buf.as_bytes() }, start, stop);
+    let marks = super::read_buffer(buf, "gtid_marks", |b| split::gtid_marks(b, start, stop))?;
     packed(py, &marks, u64::to_le_bytes)
 }

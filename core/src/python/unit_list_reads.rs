@@ -57,15 +57,14 @@ pub(super) fn lone_queries(
             }
         }
     }
-    let groups = PyList::empty(py);
-    for (db, ks) in plain {
-        groups.append(LoneGroup {
+    let groups = plain.into_iter().map(|(db, ks)| {
+        Ok(LoneGroup {
             db: text(py, db)?.unbind(),
             units: PyBytes::new(py, &ks).unbind(),
-        })?;
-    }
+        })
+    });
     Ok(LoneQueries {
-        plain: groups.unbind(),
+        plain: super::list(py, groups)?,
         others: others.unbind(),
     })
 }
@@ -144,12 +143,8 @@ pub(super) fn mysql_gtids_at(
         .chunks_exact(8)
         .map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()))
         .collect();
-    let found = match buf.cast::<pyo3::types::PyByteArray>() {
-        // SAFETY: the GIL is held and no Python code runs while the bytearray is read.
-        Ok(array) => gtid_runs::mysql_gtids_at(unsafe { array.as_bytes() }, &offsets),
-        Err(_) => gtid_runs::mysql_gtids_at(buf.cast::<PyBytes>()?.as_bytes(), &offsets),
-    };
-    gtids_record(py, found)
+    let read = |b: &[u8]| gtid_runs::mysql_gtids_at(b, &offsets);
+    gtids_record(py, super::read_buffer(buf, "mysql_gtids_at", read)?)
 }
 
 /// Runs as records, each run's source as MySQL spells a uuid (lowercase, 8-4-4-4-12).

@@ -3,21 +3,10 @@
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
 
+use super::results::Relayed;
 use super::sent::filled_bytes;
 use super::unit_list::PyUnitList;
-
-/// `relayed`'s answer: per skip policy asked for, the bytes its relay log holds for the
-/// run and the units that left them; `next`, the first unit not answered.
-#[stub]
-#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "Relayed")]
-pub(super) struct Relayed {
-    #[gen_stub(override_type(type_repr = "list[bytes]"))]
-    data: Py<PyList>,
-    units: Vec<u64>,
-    next: usize,
-}
 
 /// What a slave with answers `row` (from `UnitList.rows`, `statement_rows`), keep bytes `keep`
 /// per name id and `stmt_keep` per statement key id relays of units[start..stop] of `units`
@@ -44,12 +33,9 @@ pub(super) fn relayed(
     let row = &row[..stop.min(row.len())];
     let answers = (row, keep, stmt_keep);
     let walks = py.detach(|| crate::send::relayed(list, &bufs, st, answers, start, skips, crc));
-    let data = PyList::empty(py);
-    for s in &walks {
-        data.append(filled_bytes(py, s, &bufs)?)?;
-    }
+    let data = super::list(py, walks.iter().map(|s| filled_bytes(py, s, &bufs)))?;
     Ok(Relayed {
-        data: data.unbind(),
+        data,
         units: walks
             .iter()
             .map(|s| s.kept + s.partial + s.skip_units)
