@@ -7,9 +7,8 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, Protocol
 
-from dumpfilter.codec.checksum import crc_ok, crc_ok_in
 from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
-from dumpfilter.errors import BinlogError, ChecksumError, CutEventError, TruncatedBinlogError
+from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.codec.event import HEADER, Buffer, Event, EventCursor, LazyHeaderCursor
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, type_mask
@@ -169,25 +168,6 @@ class EventSplitter:
             if error is not None:
                 raise error
         self.close()
-
-    def _check(self, event: Event) -> None:
-        type_code = event.type_code
-        if type_code == EventType.FORMAT_DESCRIPTION:
-            self.fmt = FormatDescription.parse(event.raw, path=self.name, offset=event.pos)
-            event.fmt = self.fmt
-            if self.verify_checksums and self.fmt.checksum_alg is not None and not crc_ok(event.raw):
-                raise ChecksumError("CRC32 mismatch in Format_description event", path=self.name, offset=event.pos)
-            return
-        if self.fmt is None:
-            if type_code == EventType.START_V3:
-                raise BinlogError("binlog v1/v3 (Start_v3 event) is not supported: no Format_description event", path=self.name, offset=event.pos)
-            raise BinlogError(f"no Format_description event before {event.type_name}", path=self.name, offset=event.pos)
-        if self.verify_checksums and self.fmt.checksum_len and not crc_ok_in(event._buf, event._start, event.size):
-            raise ChecksumError(f"CRC32 mismatch in {event.type_name} event", path=self.name, offset=event.pos)
-        if type_code not in KNOWN_TYPES and not event.flags & LOG_EVENT_IGNORABLE_F:
-            # Unknown and not flagged ignorable: the server would refuse it. Passing it through is
-            # still safe for a filter (it is never the filter's to decide), so only flag it.
-            event.__dict__["unknown_non_ignorable"] = True
 
     def close(self) -> None:
         """Call at end of input: a partial event left over means a truncated file."""
