@@ -52,11 +52,6 @@ class EventSplitter:
     def pending(self) -> int:
         return len(self._buf) - self._off
 
-    @property
-    def events_walked(self) -> int:
-        """Events split and checked so far (also those a type-filtered walk did not hand out)."""
-        return self._scanner.events_walked
-
     def feed(self, data: bytes) -> None:
         if self._off:
             self._buf = self._buf[self._off :] + data
@@ -144,10 +139,6 @@ class BinlogReader:
     @property
     def position(self) -> int:
         return self.splitter.position
-
-    @property
-    def events_walked(self) -> int:
-        return self.splitter.events_walked
 
     def __iter__(self) -> Iterator[Event]:
         splitter = self.splitter
