@@ -1,4 +1,4 @@
-"""Codec benchmark: walking a large ROW binlog with lazy db/table extraction, as a ratio of a
+"""Codec benchmark: reading a large ROW binlog event by event with its table names, as a ratio of a
 minimal header-only struct.unpack_from loop over the same file, and RSS while streaming it."""
 
 from __future__ import annotations
@@ -34,37 +34,6 @@ def header_only_loop(path) -> int:
     return count
 
 
-def walk_with_names(path, verify: bool) -> int:
-    """dumpfilter's walk: every event, db/table decoded for Table_map and Query events."""
-    count = 0
-    with open(path, "rb") as f:
-        for event in BinlogReader(f, verify_checksums=verify).walk():
-            t = event.type_code
-            if t == EventType.TABLE_MAP:
-                event.table_map
-            elif t == EventType.QUERY:
-                event.db
-            count += 1
-    return count
-
-
-NAMED_TYPES = frozenset({int(EventType.TABLE_MAP), int(EventType.QUERY)})
-
-
-def walk_named_types(path, verify: bool) -> int:
-    """The walk a filter does: every event split and size-checked (and CRC-checked when
-    verifying), but only Table_map and Query events handed out, their db/table decoded lazily."""
-    with open(path, "rb") as f:
-        reader = BinlogReader(f, verify_checksums=verify)
-        table_map = EventType.TABLE_MAP
-        for event in reader.walk(types=NAMED_TYPES):
-            if event.type_code == table_map:
-                event.table_names
-            else:
-                event.db
-        return reader.events_walked
-
-
 def events_with_names(path) -> int:
     """The object-per-event iterator (what transaction grouping uses)."""
     count = 0
@@ -95,11 +64,7 @@ def main() -> dict:
     mb = size / 1e6
     base_t, base_n = best_of(lambda: header_only_loop(path))
     rows = [("header-only struct loop (baseline)", base_t, base_n)]
-    for label, fn in (("walk(types=Table_map,Query) + lazy db/table", lambda: walk_named_types(path, False)),
-                      ("  the same + CRC32 check", lambda: walk_named_types(path, True)),
-                      ("walk (every event) + lazy db/table", lambda: walk_with_names(path, False)),
-                      ("walk + lazy db/table + CRC32 check", lambda: walk_with_names(path, True)),
-                      ("Event per event + table names", lambda: events_with_names(path))):
+    for label, fn in (("Event per event + table names", lambda: events_with_names(path)),):
         t, n = best_of(fn)
         assert n == base_n, (label, n, base_n)
         rows.append((label, t, n))
@@ -110,7 +75,7 @@ def main() -> dict:
         "runs": [{"what": label, "seconds": round(t, 3), "mb_per_s": round(mb / t, 1),
                   "ratio_to_baseline": round(base_t / t, 3)} for label, t, _ in rows],
         "streaming_group_transactions_max_rss_mb": round(max_rss_kb / 1024, 1),
-        "targets": {"walk ratio (first run)": ">= 0.7", "max RSS": "< 100 MB"},
+        "targets": {"max RSS": "< 100 MB"},
     }
     print(f"codec: {mb:.0f} MB ROW binlog, {base_n} events (DUMPFILTER_BENCH_MB={target_mb()})")
     for run in result["runs"]:

@@ -16,14 +16,13 @@ Positions: a filtered binlog's `log_pos` values are renumbered to the output's o
 in relay logs, whose `log_pos` are the *source server's* coordinates and are copied unchanged
 (binlog-format.md §7.1, §8: rpl_unfiltered_hidden_gcol.000001).
 
-Speed: `filter_files` hops from header to header over large read chunks itself and runs a fast
-path for the shape that dominates ROW binlogs, `GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|
-Rows}* XID`, deciding per Table_map from a name cache and copying or dropping whole statements as
-byte ranges. Into a renumbering FileSink it also writes MariaDB units itself (kept, partly kept,
-emptied as GTID + COMMIT, and standalone DDL groups, decided by the TransactionFilter), collecting
-the output as byte pieces written once per chunk. Every other unit (statements, context events,
-Transaction_payload, statements whose tables are partly kept) goes through `TransactionGrouper` +
-`TransactionFilter`, the reference path; tests check both give the same bytes.
+Speed: `filter_files` scans large read chunks with the compiled scanner, and where the sink has
+a writer the compiled assembly may write into (`Sink.direct_writer`) the assembly writes the fast
+ROW units (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|Rows}* XID`, decided per Table_map
+from a name cache), the lone statements answered in stream order and the statement units by their
+keys. Every other unit (and every unit where the sink has no such writer: the unit that opens a
+series file, a rename the core does not apply) goes through `TransactionFilter`, the reference
+path; tests check both give the same bytes.
 """
 
 from __future__ import annotations
@@ -31,23 +30,20 @@ from __future__ import annotations
 import bisect
 import io
 import os
-import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from dumpfilter._core import AssembleConfig
-from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
+from dumpfilter.codec import Event, EventType, Transaction, bad_magic
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.codec.reader import truncated
 from dumpfilter.errors import CutEventError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.event import query_text
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import (F_HAS_FDE, F_MARIADB_GTID, KEEP_DROP, KEEP_KEEP, KEEP_ASK,
-                                      Scanner, unit_events)
-from dumpfilter.codec.scanner import statements as core_statements
-from dumpfilter.codec.transactions import CONTROL, TRANSACTION
+from dumpfilter.codec.scanner import F_HAS_FDE, KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, unit_events
+from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.binlogs.files import distinct_paths, file_error, open_binlog
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.walk_driver import Driver
@@ -59,11 +55,9 @@ from dumpfilter.binlogs.sinks import Sink
 if TYPE_CHECKING:
     from dumpfilter import _core
     from dumpfilter._core import AssembleCounts, AssembleResult
-    from dumpfilter.codec.scanner import UnitRecord, UnitRecords, UnitScan
+    from dumpfilter.codec.scanner import UnitRecords, UnitScan
     from dumpfilter.codec.writer import BinlogWriter
 
-_U32 = struct.Struct("<I")
-_QUERY = int(EventType.QUERY)
 FAST_CHUNK = 4 << 20
 _PATH_COUNTERS = ("statements_by_key", "statement_keys")
 
@@ -194,10 +188,8 @@ class BinlogFilter:
 
     def _walk(self, stream: BinaryIO, path: Path) -> None:
         """One pass of the compiled scanner over the file, a few MB at a time: it checks every
-        event and hands back one record per unit. A fast unit (the common ROW transaction,
-        `GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|Rows}* XID`) is decided from its
-        tables' cached answers and written as byte ranges (`_fast_unit`); every other unit goes
-        to the TransactionFilter as Events."""
+        event and hands back one record per unit. The compiled assembly writes the units it
+        takes (`_FileWalk.run`); every other unit goes to the TransactionFilter as Events."""
         name = str(path)
         scanner = Scanner(name, verify_checksums=self.verify_checksums)
         magic = _read(path, stream, 4)
@@ -276,91 +268,6 @@ class BinlogFilter:
                 break
             answers[i] = KEEP_KEEP if lone_kept(text[1], text[0]) else KEEP_DROP
         return bytes(answers), stop
-
-    def _fast_unit(self, rec: UnitRecord, buf: bytes, base: int, fmt: FormatDescription | None, tables: memoryview,
-                   names: list[tuple[str, str]]) -> bool:
-        """A fast unit decided from its tables, when every statement's Table_maps get one answer
-        (so no STMT_END_F has to move): written whole, without its dropped statements, or as
-        the emptied group, exactly as the reference path writes it. False: not decided here."""
-        known = self.keeps.tables(names)
-        keeps = [known[i] == KEEP_KEEP for i in tables[rec.tables_lo : rec.tables_hi]]
-        start, end = rec.start, rec.end
-        gtid_end = start + rec.gtid_size
-        mariadb = bool(rec.flags & F_MARIADB_GTID)
-        if all(keeps):
-            dropped, any_kept = [], True
-        elif not any(keeps):
-            dropped, any_kept = [(gtid_end, end, rec.events)], False
-        else:
-            body = gtid_end if mariadb else gtid_end + _U32.unpack_from(buf, gtid_end + 9)[0]  # after BEGIN
-            statements = core_statements(buf, body, end)
-            if statements is None:
-                return False
-            dropped, any_kept = [], False
-            at, t0 = body, 0
-            for stmt_end, events, t1 in statements:
-                if t1 == t0:
-                    return False  # a statement without its own Table_map
-                keep = keeps[t0]
-                if any(k != keep for k in keeps[t0 + 1 : t1]):
-                    return False  # a partly kept statement: its STMT_END_F moves
-                if keep:
-                    any_kept = True
-                else:
-                    dropped.append((at, stmt_end, events))
-                at, t0 = stmt_end, t1
-        self._finish_fast(buf, start, end, gtid_end, rec.events, dropped, any_kept, base + start, fmt, mariadb)
-        return True
-
-    def _finish_fast(self, buf: bytes, start: int, end: int, gtid_end: int, n: int,
-                     dropped: list[tuple[int, int, int]], any_kept: bool, source_pos: int, fmt: FormatDescription | None, mariadb: bool) -> None:
-        """A complete fast unit [start, end) of `buf` (n events); `dropped` holds the byte
-        ranges and event counts of its statements whose tables are not kept."""
-        size = end - start
-        sink = self.sink
-        counts = self.stats
-        if not dropped:  # kept whole (or nothing to decide: a GTID..XID group without rows)
-            sink.write_raw(memoryview(buf)[start:end], source_pos)
-            counts.add(KEPT, n, size, n, size)
-            return
-        if any_kept:
-            # Whole statements dropped, the rest kept: the same bytes the reference path writes.
-            parts, at = [], start
-            n_out = n
-            for first, last, count in dropped:
-                parts.append(buf[at:first])
-                at = last
-                n_out -= count
-            parts.append(buf[at:end])
-            raw = b"".join(parts)
-            if mariadb:
-                # Positions after a dropped statement move: renumbered wherever it lands (-1).
-                sink.write_raw(raw, -1)
-                counts.add(PARTIAL, n, size, n_out, len(raw))
-                return
-            # MySQL GTIDs carry transaction_length: rewrite it on Event objects.
-            events = fix_transaction_length(unit_events(raw, source_pos, fmt)[0])
-            sink.write(events)
-            counts.add(PARTIAL, n, size, len(events), sum(e.size for e in events))
-            return
-        # Every statement dropped: an emptied transaction, framed as the reference path does.
-        tfilter = self.tfilter
-        if tfilter.empty_transactions == "drop":
-            counts.add(SKIPPED, n, size, 0, 0)
-            return
-        gtid_raw = buf[start:gtid_end]
-        if mariadb and sink.renumber_positions:
-            assert fmt is not None  # a fast unit comes after its file's FDE
-            # GTID (never standalone here) + the COMMIT Query the reference path builds.
-            written = sink.write_gtid_commit(gtid_raw, fmt, source_pos)
-            counts.add(EMPTIED, n, size, 2, written)
-            return
-        unit, _ = unit_events(bytes(buf[start:end]), source_pos, fmt)
-        # The GTID, the BEGIN of a MySQL unit, and the XID: what the empty transaction is framed from.
-        events = [unit[0], *([unit[1]] if unit[1].type_code == _QUERY else []), unit[-1]]
-        framed = tfilter.empty_transaction_events(Transaction(TRANSACTION, events))
-        sink.write(framed)
-        counts.add(EMPTIED, n, size, len(framed), sum(e.size for e in framed))
 
 
 class _FileWalk:
@@ -447,8 +354,6 @@ class _FileWalk:
         bf, scan, buf, base = self.bf, self.scan, self.buf, self.base
         assert scan is not None
         rec = scan.units[at]
-        if rec.fast and bf._fast_unit(rec, buf, base, self.fmt, scan.tables, self.scanner.names):
-            return at + 1
         events, self.fmt = unit_events(buf[rec.start : rec.end], base + rec.start, self.fmt, path=self.name)
         if bf.sink.direct_renames is not None:  # the names the assembly renames from now on
             bf.sink.learn_names(events)

@@ -88,9 +88,6 @@ class RenamingSink(Sink):
                     return
         self.inner.write_raw(raw, source_pos)
 
-    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
-        return self.inner.write_gtid_commit(gtid_raw, fmt, source_pos)
-
     def direct_writer(self) -> BinlogWriter | None:
         # every write goes through the renaming, but the assembly's where it renames (`applied`)
         return None if self.applied is None else self.inner.direct_writer()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType
-from dumpfilter.codec.encode import COMMIT_BODY, commit_closing, set_log_pos_in
+from dumpfilter.codec.encode import set_log_pos_in
 from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import foreign_log_pos
@@ -86,11 +86,6 @@ class Sink:
         Renumbers log_pos like BinlogWriter."""
         raise NotImplementedError
 
-    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
-        """An emptied MariaDB group from input offset `source_pos`: its GTID event `gtid_raw` and
-        a COMMIT Query, renumbered like `write_raw`. Returns the bytes written."""
-        raise NotImplementedError
-
     def close(self) -> list[Path]:
         raise NotImplementedError
 
@@ -108,31 +103,6 @@ def renumbered(raw: bytes | bytearray | memoryview, out_pos: int, checksum: bool
 
 class _RawWriterMixin:
     """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
-
-    def _write_gtid_commit_into(self, writer: BinlogWriter, gtid_raw: bytes | bytearray | memoryview,
-                                fmt: FormatDescription, source_pos: int) -> int:
-        """An emptied MariaDB group: its GTID and a COMMIT Query, renumbered and checksummed in
-        one go (the commonest output of a selective filter, so it is done without the generic
-        loop). Returns the bytes written."""
-        gsize: int
-        log_pos: int
-        _, _, _, gsize, log_pos, _ = HEADER.unpack_from(gtid_raw, 0)
-        crc = fmt.checksum_len > 0
-        csize = HEADER.size + len(COMMIT_BODY) + fmt.checksum_len
-        out_pos = writer.position
-        renumber = writer.renumber_positions and log_pos
-        gtid_end = (out_pos if renumber else source_pos) + gsize
-        if renumber and out_pos != source_pos:
-            gtid_raw = bytearray(gtid_raw)
-            set_log_pos_in(gtid_raw, 0, gtid_end, checksum=crc)
-        commit = commit_closing(gtid_raw, log_pos=log_pos and gtid_end + csize, checksum=crc)
-        out = writer.out
-        out.write(gtid_raw)
-        out.write(commit)
-        writer.position = out_pos + gsize + csize
-        if ts := HEADER.unpack_from(gtid_raw, 0)[0]:  # (the COMMIT is dated as its GTID)
-            writer.last_timestamp = ts
-        return gsize + csize
 
     def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
         out_pos = writer.position
@@ -194,9 +164,6 @@ class FileSink(Sink, _RawWriterMixin):
 
     def write_raw(self, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
         self._write_raw_into(self._begun(), raw, source_pos)
-
-    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
-        return self._write_gtid_commit_into(self._begun(), gtid_raw, fmt, source_pos)
 
     def direct_writer(self) -> BinlogWriter | None:
         return self.writer
@@ -279,11 +246,6 @@ class SeriesSink(Sink, _RawWriterMixin):
         self._waiting_state = False
         self._series().write_transaction(events)
 
-    def write_gtid_commit(self, gtid_raw: bytes, fmt: FormatDescription, source_pos: int) -> int:
-        raw = bytes(gtid_raw) + _commit_event(gtid_raw, fmt)
-        self.write_raw(raw, source_pos)
-        return len(raw)
-
     def write_raw(self, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
         # Rotation and GTID tracking as in BinlogSeriesWriter.write_transaction, so that both
         # routes produce the same files.
@@ -324,11 +286,3 @@ class SeriesSink(Sink, _RawWriterMixin):
                 self._series()
             self._closed = self.series.close() if self.series is not None else []
         return self._closed
-
-
-def _commit_event(gtid_raw: bytes, fmt: FormatDescription) -> bytes:
-    """TransactionFilter._empty_transaction's COMMIT for this GTID, with a placeholder log_pos the
-    writer renumbers (0 stays 0)."""
-    log_pos = HEADER.unpack_from(gtid_raw, 0)[4]
-    placeholder = log_pos and log_pos + HEADER.size + len(COMMIT_BODY) + fmt.checksum_len
-    return commit_closing(gtid_raw, log_pos=placeholder, checksum=fmt.checksum_len > 0)

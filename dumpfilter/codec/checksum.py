@@ -39,13 +39,6 @@ def with_crc(event_without_crc: bytes) -> bytes:
     return event_without_crc + _U32.pack(compute_crc(crc_input(probe)))
 
 
-def crc_ok_in(buf: bytes, start: int, size: int) -> bool:
-    """crc_ok for a non-FDE event lying at buf[start : start + size], without copying it."""
-    end = start + size - CHECKSUM_LEN
-    stored: int = _U32.unpack_from(buf, end)[0]
-    return zlib.crc32(memoryview(buf)[start:end]) == stored
-
-
 def refresh_crc_in(buf: bytearray, start: int, end: int) -> None:
     """Write the CRC of the event at buf[start:end] (its last four bytes excluded) into those
     four bytes, in place: after a header field changed (log_pos renumbered)."""

@@ -77,16 +77,6 @@ def query_body(sql: str, db: str = "", *, thread_id: int = 1, exec_time: int = 0
 COMMIT_BODY = query_body("COMMIT", "")  # the COMMIT closing an emptied group (TransactionFilter)
 
 
-def commit_closing(gtid_raw: bytes | bytearray | memoryview, *, log_pos: int, checksum: bool) -> bytes:
-    """The COMMIT Query event that closes the emptied group of the GTID event `gtid_raw`, as
-    TransactionFilter._empty_transaction builds it: the GTID's timestamp and server id, this
-    `log_pos`, a CRC when `checksum`."""
-    timestamp, _, server_id, _, _, _ = HEADER.unpack_from(gtid_raw, 0)
-    size = HEADER_LEN + len(COMMIT_BODY) + (4 if checksum else 0)
-    raw = HEADER.pack(timestamp, EventType.QUERY, server_id, size, log_pos, 0) + COMMIT_BODY
-    return with_crc(raw) if checksum else raw
-
-
 def set_log_pos_in(buf: bytearray, start: int, log_pos: int, *, checksum: bool) -> None:
     """Set the log_pos of the event at buf[start:] in place, and its CRC when `checksum` (not
     for a Format_description: see checksum.crc_input)."""

@@ -131,12 +131,10 @@ class QueryFields:
 class Event:
     """A binlog event. `raw` is every byte of it, CRC included; `pos` is its offset in its file."""
 
-    # The event's bytes are _buf[_start : _start + size]: a materialised Event owns them
-    # (_start 0), an EventCursor looks into the reader's chunk without copying.
-    __slots__ = ("_buf", "_start", "pos", "fmt", "timestamp", "type_code", "server_id", "size", "log_pos",
+    # The event's bytes are _buf[:size].
+    __slots__ = ("_buf", "pos", "fmt", "timestamp", "type_code", "server_id", "size", "log_pos",
                  "flags", "__dict__")
     _buf: bytes
-    _start: int
     pos: int
     fmt: FormatDescription | None
     timestamp: int
@@ -148,7 +146,6 @@ class Event:
 
     def __init__(self, raw: bytes, pos: int, fmt: FormatDescription | None, header: Header | None = None):
         self._buf = raw
-        self._start = 0
         self.pos = pos
         self.fmt = fmt
         (self.timestamp, self.type_code, self.server_id, self.size, self.log_pos, self.flags) = (
@@ -158,10 +155,8 @@ class Event:
     @property
     def raw(self) -> bytes:
         """Every byte of the event, CRC included."""
-        buf, start = self._buf, self._start
-        if start == 0 and len(buf) == self.size:
-            return buf
-        return buf[start : start + self.size]
+        buf = self._buf
+        return buf if len(buf) == self.size else buf[: self.size]
 
     # -- generic ------------------------------------------------------------------------------
     @property
@@ -213,20 +208,20 @@ class Event:
     @_decoder
     def rand_seeds(self) -> tuple[int, int]:
         """RAND_EVENT's two seeds (a placeholder's: the size and type of the event it stands for)."""
-        return _RAND_SEEDS.unpack_from(self._buf, self._start + HEADER_LEN)
+        return _RAND_SEEDS.unpack_from(self._buf, HEADER_LEN)
 
     # -- Query, QUERY_COMPRESSED, EXECUTE_LOAD_QUERY --------------------------------------------
     @cached_property
     @_decoder
     def query(self) -> QueryFields:
-        raw, base, fmt = self._buf, self._start, self.fmt
+        raw, fmt = self._buf, self.fmt
         assert fmt is not None  # decoders run on events read with a format
-        end = base + self.size - fmt.checksum_len
-        if base + HEADER_LEN + _QUERY_POST.size > end:
+        end = self.size - fmt.checksum_len
+        if HEADER_LEN + _QUERY_POST.size > end:
             raise self._malformed("the post-header runs past the end of the event")
-        thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, base + HEADER_LEN)
+        thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, HEADER_LEN)
         # EXECUTE_LOAD_QUERY has 13 more post-header bytes; the FDE table tells us.
-        start = base + HEADER_LEN + fmt.post_header_len(self.type_code)
+        start = HEADER_LEN + fmt.post_header_len(self.type_code)
         status_vars = raw[start : start + status_len]
         db_start = start + status_len
         if db_start + db_len + 1 > end:  # status variables, db name and its NUL
@@ -316,7 +311,7 @@ class Event:
     @_decoder
     def table_id(self) -> int:
         """The table id of a Table_map or rows event."""
-        at = self._start + HEADER_LEN
+        at = HEADER_LEN
         assert self.fmt is not None  # decoders run on events read with a format
         if self.fmt.table_id_len(self.type_code) == 4:
             table_id: int = _U32.unpack_from(self._buf, at)[0]
@@ -331,7 +326,7 @@ class Event:
     @property
     @_decoder
     def rows_flags(self) -> int:
-        flags: int = _U16.unpack_from(self._buf, self._start + self.rows_flags_offset)[0]
+        flags: int = _U16.unpack_from(self._buf, self.rows_flags_offset)[0]
         return flags
 
     @cached_property
@@ -339,7 +334,7 @@ class Event:
     def table_map(self) -> tuple[int, str, str]:
         """(table_id, db, table) of a Table_map event."""
         raw = self._buf
-        start = self._start + HEADER_LEN
+        start = HEADER_LEN
         # 5.1 pre-GA servers wrote a 4-byte table id (a 6-byte post-header).
         db, table = self.table_names
         id_len = 4 if self._table_map_post_header() == 6 else 6
@@ -359,15 +354,13 @@ class Event:
         """(db, table) of a Table_map event: the lazy name lookup walks use. Each distinct name
         is decoded once and shared (a walk meets the same few tables again and again)."""
         raw = self._buf
-        start = self._start
-        i = start + HEADER_LEN + self._table_map_post_header()
+        i = HEADER_LEN + self._table_map_post_header()
         try:
             tbl = i + 2 + raw[i]
             end = tbl + 1 + raw[tbl]
         except IndexError:
             end = -1
-        # Bounded by the event: in a walk, _buf is the whole chunk and the next event follows.
-        if end < 0 or end > start + self.size:
+        if end < 0 or end > self.size:
             raise self._malformed("the db or table name runs past the end of the event")
         key = raw[i:end]  # db length, db, NUL, table length, table
         names = _TABLE_NAMES.get(key)
@@ -545,52 +538,3 @@ class Event:
 
     def with_body(self, body: bytes) -> Event:
         return self.replaced(self.raw[:HEADER_LEN] + body)
-
-
-class EventCursor(Event):
-    """A reused view of the current event of a walk (`BinlogReader.walk`): no copy and no new
-    object per event. The header fields read through to the header tuple. Valid until the walk
-    moves on; `detach()` returns an Event that stays."""
-
-    __slots__ = ("_h", "_base")
-    _h: Header | None   # None in a LazyHeaderCursor until a header field is read
-    _base: int
-
-    timestamp = property(lambda self: self._h[0])
-    type_code = property(lambda self: self._h[1])
-    server_id = property(lambda self: self._h[2])
-    size = property(lambda self: self._h[3])
-    log_pos = property(lambda self: self._h[4])
-    flags = property(lambda self: self._h[5])
-    pos = property(lambda self: self._base + self._start)
-
-    def __init__(self) -> None:  # fields are set by the walk
-        self._buf = b""
-        self._start = 0
-        self._base = 0
-        self._h = (0, 0, 0, 0, 0, 0)
-        self.fmt = None
-
-    def detach(self) -> Event:
-        return Event(self.raw, self.pos, self.fmt, self._h)
-
-
-class LazyHeaderCursor(EventCursor):
-    """An EventCursor whose header fields are unpacked only when read: the cursor of type-filtered
-    walks (`BinlogReader.walk(types=...)`), whose callers often need only the type code and a
-    name. `_h` is None until a header field is read."""
-
-    __slots__ = ()
-
-    type_code = property(lambda self: self._buf[self._start + 4])
-    timestamp = property(lambda self: self._header()[0])
-    server_id = property(lambda self: self._header()[2])
-    size = property(lambda self: self._header()[3])
-    log_pos = property(lambda self: self._header()[4])
-    flags = property(lambda self: self._header()[5])
-
-    def _header(self) -> Header:
-        h = self._h
-        if h is None:
-            h = self._h = HEADER.unpack_from(self._buf, self._start)
-        return h

@@ -4,13 +4,12 @@ event whatever the file size. `EventSplitter` is the sans-I/O core: feed it byte
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
-from dumpfilter.codec.checksum import crc_ok, crc_ok_in
 from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
-from dumpfilter.errors import BinlogError, ChecksumError, CutEventError, TruncatedBinlogError
-from dumpfilter.codec.event import HEADER, Buffer, Event, EventCursor, LazyHeaderCursor
+from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
+from dumpfilter.codec.event import HEADER, Buffer, Event
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, type_mask
 
@@ -52,11 +51,6 @@ class EventSplitter:
     @property
     def pending(self) -> int:
         return len(self._buf) - self._off
-
-    @property
-    def events_walked(self) -> int:
-        """Events split and checked so far (also those a type-filtered walk did not hand out)."""
-        return self._scanner.events_walked
 
     def feed(self, data: bytes) -> None:
         if self._off:
@@ -111,84 +105,6 @@ class EventSplitter:
         if error is not None:
             raise error
 
-    def _chunks(self, read: Callable[[int], bytes], chunk_size: int) -> Iterator[tuple[bytes, int, int]]:
-        """Reads with `read(chunk_size)` and feeds the splitter; yields (buffer, offset of its
-        first unwalked event, file offset of buffer[0]) per chunk. The walks record where they
-        stopped in `_off` / `_pos` before asking for the next chunk."""
-        while True:
-            data = read(chunk_size)
-            if not data:
-                return
-            self.feed(data)
-            if self._consume_magic():
-                yield self._buf, self._off, self._pos - self._off
-
-    def walk_stream(self, read: Callable[[int], bytes], chunk_size: int, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
-        """Reads with `read(chunk_size)` and moves one reused EventCursor over each chunk instead
-        of copying every event: the fast path for walks that look at most events and keep few.
-
-        With `types`, only events of those type codes are handed out (a LazyHeaderCursor); every
-        other event is still split, size-checked and (when verifying) CRC-checked by the
-        scanner, just not handed out. `events_walked` counts every event."""
-        scanner = self._scanner
-        mask = type_mask(types)
-        handed = None if types is None else frozenset(int(t) for t in types)
-        cursor = EventCursor() if types is None else LazyHeaderCursor()
-        unpack = HEADER.unpack_from
-        lazy = types is not None
-        for buf, off, base in self._chunks(read, chunk_size):
-            offsets, stop, error = scanner.walk(buf, off, base, mask)
-            cursor._buf = buf
-            cursor._base = base
-            cursor.fmt = self.fmt
-            done = off
-            try:
-                for at in offsets:
-                    if cursor.__dict__:
-                        cursor.__dict__.clear()
-                    cursor._start = at
-                    if buf[at + 4] == FDE:
-                        header = unpack(buf, at)
-                        cursor.fmt = self._format_at(buf, at, header[3], base + at)
-                        done = at + header[3]
-                        if handed is not None and FDE not in handed:
-                            continue
-                        cursor._h = None if lazy else header
-                    elif lazy:
-                        cursor._h = None
-                        done = at + _SIZE.unpack_from(buf, at + 9)[0]
-                    else:
-                        header = cursor._h = unpack(buf, at)
-                        done = at + header[3]
-                    yield cursor
-                done = stop
-            finally:
-                # Where the walk stands, also when the consumer stops early.
-                self._off = done
-                self._pos = base + done
-            if error is not None:
-                raise error
-        self.close()
-
-    def _check(self, event: Event) -> None:
-        type_code = event.type_code
-        if type_code == EventType.FORMAT_DESCRIPTION:
-            self.fmt = FormatDescription.parse(event.raw, path=self.name, offset=event.pos)
-            event.fmt = self.fmt
-            if self.verify_checksums and self.fmt.checksum_alg is not None and not crc_ok(event.raw):
-                raise ChecksumError("CRC32 mismatch in Format_description event", path=self.name, offset=event.pos)
-            return
-        if self.fmt is None:
-            if type_code == EventType.START_V3:
-                raise BinlogError("binlog v1/v3 (Start_v3 event) is not supported: no Format_description event", path=self.name, offset=event.pos)
-            raise BinlogError(f"no Format_description event before {event.type_name}", path=self.name, offset=event.pos)
-        if self.verify_checksums and self.fmt.checksum_len and not crc_ok_in(event._buf, event._start, event.size):
-            raise ChecksumError(f"CRC32 mismatch in {event.type_name} event", path=self.name, offset=event.pos)
-        if type_code not in KNOWN_TYPES and not event.flags & LOG_EVENT_IGNORABLE_F:
-            # Unknown and not flagged ignorable: the server would refuse it. Passing it through is
-            # still safe for a filter (it is never the filter's to decide), so only flag it.
-            event.__dict__["unknown_non_ignorable"] = True
-
     def close(self) -> None:
         """Call at end of input: a partial event left over means a truncated file."""
         if self._need_magic:
@@ -223,16 +139,6 @@ class BinlogReader:
     @property
     def position(self) -> int:
         return self.splitter.position
-
-    def walk(self, types: frozenset[int] | None = None) -> Iterator[EventCursor]:
-        """Iterate with one reused EventCursor (see EventCursor): several times faster than
-        `iter(reader)` for walks that decode few events. `types` (type codes) yields only those
-        events; the others are still checked, and counted in `events_walked`."""
-        return self.splitter.walk_stream(self.stream.read, self.chunk_size, types)
-
-    @property
-    def events_walked(self) -> int:
-        return self.splitter.events_walked
 
     def __iter__(self) -> Iterator[Event]:
         splitter = self.splitter

@@ -18,7 +18,6 @@ from dumpfilter.errors import DumpFilterError
 
 COLUMN_NAME = 4          # the optional metadata field FULL alone writes (log_event.h, Table_map_log_event)
 LOOK_BYTES = 64 << 20    # what one look reads at most, newest file first, before it answers without a Table_map
-_TYPES = frozenset({EventType.TABLE_MAP})
 
 
 def table_map_metadata(body: bytes, id_len: int) -> str:
@@ -46,8 +45,9 @@ def binlog_row_metadata(paths: Iterable[Path], budget: int = LOOK_BYTES) -> str 
         try:
             with open_binlog(path) as f:
                 reader = BinlogReader(f, str(path), verify_checksums=False)
-                for cursor in reader.walk(_TYPES):
-                    event = cursor.detach()
+                for event in reader:
+                    if event.type_code != EventType.TABLE_MAP:
+                        continue
                     fmt = event.fmt
                     assert fmt is not None, "a reader's events carry the format in force"
                     id_len = 4 if fmt.post_header_len(EventType.TABLE_MAP) == 6 else 6

@@ -52,12 +52,6 @@ def test_every_fixture_reads_with_valid_checksums(fixtures):
         assert [(e.pos, e.type_code, e.size) for e in events] == walk, name
         if events[0].fmt.checksum_len:
             assert all(crc_ok(e.raw) for e in events), name
-        reader = BinlogReader(io.BytesIO(data), name)
-        named = [(c.pos, c.table_names if c.type_code == EventType.TABLE_MAP else c.db)
-                 for c in reader.walk(types={EventType.TABLE_MAP, EventType.QUERY})]
-        assert reader.events_walked == len(events), name
-        assert named == [(e.pos, e.table_map[1:] if e.type_code == EventType.TABLE_MAP else e.db)
-                         for e in events if e.type_code in (EventType.TABLE_MAP, EventType.QUERY)], name
 
 
 def test_fde_crc_is_checked_with_in_use_flag_masked(fixtures):

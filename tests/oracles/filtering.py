@@ -32,9 +32,6 @@ class ReferenceBinlogFilter(BinlogFilter):
     def __init__(self, tfilter: TransactionFilter, sink: Sink, **options):
         super().__init__(tfilter, _EventsOnly(sink), **options)
 
-    def _fast_unit(self, *args) -> bool:
-        return False
-
 
 def reference_filter_files(paths, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True) -> FilterStats:
     """filter_files by the reference path."""

@@ -21,7 +21,7 @@ def _reference_cuts(path: Path, chunk_bytes: int) -> list[int]:
         return []
     cuts, next_cut = [], chunk_bytes
     with open_binlog(path) as stream:
-        for event in BinlogReader(stream, str(path), verify_checksums=False).walk():
+        for event in BinlogReader(stream, str(path), verify_checksums=False):
             if event.pos >= next_cut and event.type_code in GTID_EVENT_TYPES:
                 cuts.append(event.pos)
                 next_cut = (event.pos // chunk_bytes + 1) * chunk_bytes
