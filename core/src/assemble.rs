@@ -14,7 +14,7 @@ use crate::skip_forms;
 use crate::split::{last_of_each_pair, seen, Seen};
 use crate::stmt_units::ByKeys;
 use crate::types::*;
-use crate::unit_cut::{keep_of, partial};
+use crate::unit_cut::{answer, cut};
 
 /// Per-outcome counters, in the order Python's FilterStats adds them.
 #[derive(Debug, Default, Clone, Copy)]
@@ -170,7 +170,7 @@ pub fn assemble(
     let mut full = false;
     let mut gtids: Vec<Seen> = Vec::new(); // the GTID events written, for `Assembly::gtids`
     let mut renamer = opt.renames.map(Renamer::new);
-    'units: while i < units.len() {
+    while i < units.len() {
         let u = &units[i];
         if u.end > buf.len() {
             break;
@@ -197,20 +197,19 @@ pub fn assemble(
         if renamed && !mariadb {
             break; // a MySQL GTID's transaction_length would change with the name
         }
-        let (all, none) = if u.flags & F_FAST != 0 {
-            if u.tables_hi as usize > tables.len() || u.tables_lo > u.tables_hi {
+        let fast = u.flags & F_FAST != 0;
+        let ids = match fast {
+            true => tables.get(u.tables_lo as usize..u.tables_hi as usize),
+            false => Some(&[][..]),
+        };
+        let Some(ids) = ids else {
+            break;
+        };
+        let (all, none) = if fast {
+            let Some(answer) = answer(ids, keep) else {
                 break;
-            }
-            let mut all = true;
-            let mut none = true;
-            for id in &tables[u.tables_lo as usize..u.tables_hi as usize] {
-                match keep_of(keep, *id) {
-                    Some(true) => none = false,
-                    Some(false) => all = false,
-                    None => break 'units,
-                }
-            }
-            (all, none)
+            };
+            answer
         } else {
             match answers.get(i) {
                 Some(&KEEP_KEEP) => (true, false),
@@ -273,26 +272,24 @@ pub fn assemble(
         if !(mariadb || mysql) || !opt.renumber {
             break; // relay logs: the reference framing
         }
-        let gtid_end = u.start + u.gtid_size as usize;
         if none {
             if !opt.empty_keep {
                 done!(counts.skipped, []);
             }
             // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
-            let written = if mariadb {
-                push_emptied(&mut out, &buf[u.start..gtid_end], out_pos, source_pos, opt)
-                    .map(|n| (n, 2))
+            let (mut made, raw) = (Vec::new(), &buf[u.start..u.end]);
+            let events_out = if mariadb {
+                skip_forms::empty(raw, u.gtid_size as usize, opt.crc, Some(&mut made)).map(|_| 2)
             } else {
-                let mut made = Vec::new();
-                skip_forms::mysql::empty_transaction(&buf[u.start..u.end], opt.crc, &mut made)
-                    .map(|()| (push_made(&mut out, &made, out_pos, opt.crc), 3))
+                skip_forms::mysql::empty_transaction(raw, opt.crc, &mut made).map(|()| 3)
             };
-            let Some((written, events_out)) = written else {
+            let Some(events_out) = events_out else {
                 break;
             };
             if opt.gtids {
                 gtids.push(seen(u, written_at));
             }
+            let written = push_made(&mut out, &made, out_pos, opt.crc);
             out_pos += written;
             done!(counts.emptied, [events_out, written]);
         }
@@ -308,15 +305,7 @@ pub fn assemble(
             };
             p
         } else {
-            // A MySQL fast unit opens with a BEGIN after its GTID: framing, kept with the GTID.
-            let head = if mariadb {
-                Some(gtid_end)
-            } else {
-                skip_forms::mysql::head_end(buf, gtid_end, u.end)
-            };
-            let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
-            let Some(p) = head.and_then(|h| partial(buf, u.start, u.end, h, u.events, ids, keep))
-            else {
+            let Some(p) = cut(buf, u, ids, keep, opt.crc) else {
                 break;
             };
             p
@@ -324,15 +313,7 @@ pub fn assemble(
         if opt.gtids {
             gtids.push(seen(u, written_at));
         }
-        let written = if mariadb {
-            push_made(&mut out, &joined, out_pos, opt.crc)
-        } else {
-            let mut made = Vec::with_capacity(joined.len() + 8);
-            if skip_forms::mysql::with_length(&joined, opt.crc, &mut made).is_none() {
-                break;
-            }
-            push_made(&mut out, &made, out_pos, opt.crc)
-        };
+        let written = push_made(&mut out, &joined, out_pos, opt.crc);
         out_pos += written;
         done!(counts.partial, [events_out, written]);
     }
@@ -344,60 +325,4 @@ pub fn assemble(
         full,
         gtids: last_of_each_pair(gtids),
     }
-}
-
-/// An emptied MariaDB group at output offset `out_pos`, as TransactionFilter._empty_transaction
-/// and the writer make it: its GTID `g` (log_pos renumbered; FL_STANDALONE and FL_DDL cleared,
-/// since a standalone GTID would make the applier take the COMMIT for a second group and FL_DDL
-/// would serialise parallel replication around a statement that is gone) and a COMMIT Query
-/// with the GTID's timestamp and server id. Returns the bytes written; None if `g` is too short.
-fn push_emptied(
-    out: &mut Vec<u8>,
-    g: &[u8],
-    out_pos: u64,
-    source_pos: u64,
-    opt: &Options,
-) -> Option<u64> {
-    let crc_len = if opt.crc { 4 } else { 0 };
-    let (ts, sid, log_pos) = (u32_at(g, 0)?, u32_at(g, 5)?, u32_at(g, 13)?);
-    let flags2 = *g.get(HEADER_LEN + 12)?;
-    if g.len() < HEADER_LEN + 13 + crc_len {
-        return None;
-    }
-    let gsize = g.len() as u64;
-    let csize = (HEADER_LEN + COMMIT_BODY.len() + crc_len) as u64;
-    let renumber = log_pos != 0;
-    let gtid_out_end = if renumber { out_pos } else { source_pos } + gsize;
-    let g0 = out.len();
-    out.extend_from_slice(g);
-    let cleared = flags2 & !(MARIADB_FL_STANDALONE | MARIADB_FL_DDL);
-    let mut changed = cleared != flags2;
-    out[g0 + HEADER_LEN + 12] = cleared;
-    if renumber && out_pos != source_pos {
-        out[g0 + 13..g0 + 17].copy_from_slice(&((out_pos + gsize) as u32).to_le_bytes());
-        changed = true;
-    }
-    if changed && opt.crc {
-        let end = out.len();
-        let c = crc32fast::hash(&out[g0..end - 4]);
-        out[end - 4..end].copy_from_slice(&c.to_le_bytes());
-    }
-    let c0 = out.len();
-    out.extend_from_slice(&ts.to_le_bytes());
-    out.push(QUERY);
-    out.extend_from_slice(&sid.to_le_bytes());
-    out.extend_from_slice(&(csize as u32).to_le_bytes());
-    let clp = if log_pos != 0 {
-        (gtid_out_end + csize) as u32
-    } else {
-        0
-    };
-    out.extend_from_slice(&clp.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(COMMIT_BODY);
-    if opt.crc {
-        let c = crc32fast::hash(&out[c0..]);
-        out.extend_from_slice(&c.to_le_bytes());
-    }
-    Some(gsize + csize)
 }

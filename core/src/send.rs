@@ -1,6 +1,6 @@
 //! What one slave's stream sends of a segment of the master's binlog, assembled in one call per
 //! batch: runs of units kept whole (one copy of their bytes), MariaDB units kept in part (whole
-//! statements dropped, see `unit_cut::partial`), and for each stretch of skipped units one
+//! statements dropped, see `unit_cut::cut`), and for each stretch of skipped units one
 //! Heartbeat event naming where the stretch ends, as `master`'s stream loop did unit run by unit
 //! run in Python. The segment (`unit_list::UnitList`) is built once from the scanner's records
 //! and shared by every stream; per stream there is only its answer byte per unit (`rows`) and
@@ -509,14 +509,7 @@ fn cut(
             let (parts, events) = unit_cut.parts(keep)?;
             return Some((Cut::Parts(parts), events));
         }
-        true => {
-            let (parts, events) = plan.unit_cut(i, buf)?.parts(keep)?;
-            let mut joined = Vec::with_capacity(unit.end() - unit.start());
-            for (a, b) in parts {
-                joined.extend_from_slice(buf.get(a..b)?);
-            }
-            (joined, events)
-        }
+        true => plan.unit_cut(i, buf)?.joined(buf, keep)?,
     };
     if mariadb {
         return Some((Cut::Bytes(joined), events));

@@ -1,8 +1,8 @@
 //! Split's routing walk (issue #40): the fast MariaDB ROW units of one scanned buffer cut into
 //! one copy per output in a single pass, each output's keep bytes indexed by the scanner's name
 //! ids (the decisions stay in Python: rules.decider.TableKeeps). A copy is the unit whole, the
-//! unit without its statements whose tables the output does not keep (`unit_cut::partial`), or
-//! nothing; bytes as the source holds them (the series writer renumbers them), as split's
+//! unit without its statements whose tables the output does not keep, or nothing
+//! (`unit_cut::cut`); bytes as the source holds them (the series writer renumbers them), as split's
 //! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
 //! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
 //! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
@@ -10,15 +10,14 @@
 //! Fast MySQL ROW units (GTID, BEGIN, statements, XID) too, their copies made by `split_mysql`
 //! (transaction_length, by schema the BEGIN's default database).
 
-use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::sent::Sent;
-use crate::skip_forms::mysql::head_end;
 use crate::split_mysql::{is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
-use crate::unit_cut::partial;
+use crate::unit_cut::{answer, cut};
+use crate::unit_list::body_start;
 
 /// What `route` wrote: per output its bytes as pieces (ranges of the buffer, part 0, and the
 /// partly kept units' bytes: `Sent::fill` copies them into its bytes once) and each unit's end
@@ -159,42 +158,35 @@ pub fn route(
                 break;
             }
             let ids = &tables[lo..hi];
-            // A MySQL unit's BEGIN is framing: kept with its GTID.
-            let head = match my {
-                None => u.start + u.gtid_size as usize,
-                Some(_) => match head_end(buf, u.start + u.gtid_size as usize, u.end) {
-                    Some(h) => h,
-                    None => break,
-                },
-            };
+            // A MySQL unit's BEGIN is framing: kept with its GTID (`unit_cut::cut`).
+            if my.is_some() && body_start(buf, u.start, u.gtid_size, u.end, u.flags).is_none() {
+                break;
+            }
+            let crc = my.is_some_and(|m| m.crc);
             for (o, keep) in keeps.iter().enumerate() {
-                let (mut all, mut nothing) = (true, true);
-                for id in ids {
-                    match keep.get(*id as usize) {
-                        Some(&KEEP_DROP) => all = false,
-                        Some(&KEEP_KEEP) => nothing = false,
-                        _ => break 'units,
-                    }
+                let Some((all, nothing)) = answer(ids, keep) else {
+                    break 'units;
+                };
+                let mut copy = match (all, nothing) {
+                    (true, _) => Copy::Whole,
+                    (_, true) => Copy::Nothing,
+                    // (None: a statement partly kept, whose STMT_END_F would move)
+                    _ => match cut(buf, u, ids, keep, crc) {
+                        Some((bytes, _)) => Copy::Part(bytes),
+                        None => break 'units,
+                    },
+                };
+                // A MySQL copy's BEGIN may take the output's schema (`MysqlRoute::copy`).
+                let bytes = match &copy {
+                    Copy::Part(bytes) => &bytes[..],
+                    _ => &buf[u.start..u.end],
+                };
+                match my.filter(|_| !nothing).map(|m| m.copy(bytes, o)) {
+                    Some(None) => break 'units,
+                    Some(Some(Some(made))) => copy = Copy::Part(made),
+                    _ => {}
                 }
-                copies.push(if all {
-                    match my.map(|m| m.whole(buf, u, head, o)) {
-                        None | Some(Ok(None)) => Copy::Whole,
-                        Some(Ok(Some(bytes))) => Copy::Part(bytes),
-                        Some(Err(())) => break 'units,
-                    }
-                } else if nothing {
-                    Copy::Nothing
-                } else {
-                    let cut = partial(buf, u.start, u.end, head, u.events, ids, keep);
-                    match (cut, my) {
-                        (Some((bytes, _)), None) => Copy::Part(bytes),
-                        (Some((bytes, _)), Some(m)) => match m.part(&bytes, o) {
-                            Some(bytes) => Copy::Part(bytes),
-                            None => break 'units,
-                        },
-                        (None, _) => break 'units, // a statement partly kept: its STMT_END_F moves
-                    }
-                });
+                copies.push(copy);
             }
         }
         let mut counted_n = 0;

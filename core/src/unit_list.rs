@@ -125,7 +125,13 @@ pub fn part_statements(buf: &[u8], units: &[Unit]) -> PartStatements {
 /// Where fast unit buf[start..end)'s statements start: after its GTID, and in a MySQL unit
 /// after the BEGIN that follows it (framing, which a cut keeps with the GTID). None where that
 /// does not add up.
-fn body_start(buf: &[u8], start: usize, gtid_size: u32, end: usize, flags: u32) -> Option<usize> {
+pub(crate) fn body_start(
+    buf: &[u8],
+    start: usize,
+    gtid_size: u32,
+    end: usize,
+    flags: u32,
+) -> Option<usize> {
     let gtid_end = start
         .checked_add(gtid_size as usize)
         .filter(|&e| e <= end)?;

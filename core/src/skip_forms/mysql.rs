@@ -432,8 +432,6 @@ pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option
     Some(())
 }
 
-pub(crate) use crate::hops::head_end;
-
 #[cfg(test)]
 #[path = "mysql_tests.rs"]
 mod tests;
