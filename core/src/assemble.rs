@@ -11,7 +11,7 @@ use crate::rename_db::{DbRenames, Renamer};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
 use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
-use crate::split::{last_of_each_pair, seen, Seen};
+use crate::split::gtid_marks;
 use crate::stmt_units::ByKeys;
 use crate::types::*;
 use crate::unit_cut::{answer, cut};
@@ -36,8 +36,7 @@ pub struct Assembly {
     /// Stopped at `Options::limit`: the caller starts the next file and calls again.
     pub full: bool,
     /// With `Options::gtids`: offsets in `out` of the GTID events a series' next GTID state needs
-    /// (every MySQL one; for MariaDB the last of each (domain, server_id), in the order the pairs
-    /// first appear: Gtid_list keeps the last seq_no of each pair, in insertion order).
+    /// (`split::gtid_marks` of it).
     pub gtids: Vec<u64>,
 }
 
@@ -168,7 +167,6 @@ pub fn assemble(
     let mut counts = Counts::default();
     let mut i = from;
     let mut full = false;
-    let mut gtids: Vec<Seen> = Vec::new(); // the GTID events written, for `Assembly::gtids`
     let mut renamer = opt.renames.map(Renamer::new);
     while i < units.len() {
         let u = &units[i];
@@ -233,7 +231,6 @@ pub fn assemble(
         if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber)) {
             out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
-        let written_at = out.len() as u64;
         // A unit done: its outcome's counters added (the unit, its events and bytes, then what
         // went out of it: `$out`), its keys' uses counted where keys decided it, the next unit.
         macro_rules! done {
@@ -250,9 +247,6 @@ pub fn assemble(
             }};
         }
         if all {
-            if opt.gtids && u.gtid_size > 0 {
-                gtids.push(seen(u, written_at));
-            }
             if let (true, Some(r)) = (renamed, renamer.as_ref()) {
                 if !opt.renumber {
                     break; // (a relay log's units keep the master's coordinates: the slave's run)
@@ -277,19 +271,22 @@ pub fn assemble(
                 done!(counts.skipped, []);
             }
             // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
-            let (mut made, raw) = (Vec::new(), &buf[u.start..u.end]);
+            let (at, raw) = (out.len(), &buf[u.start..u.end]);
             let events_out = if mariadb {
-                skip_forms::empty(raw, u.gtid_size as usize, opt.crc, Some(&mut made)).map(|_| 2)
+                let gtid_size = u.gtid_size as usize;
+                skip_forms::empty_at(raw, gtid_size, opt.crc, Some(out_pos), Some(&mut out))
+                    .map(|_| 2)
             } else {
-                skip_forms::mysql::empty_transaction(raw, opt.crc, &mut made).map(|()| 3)
+                let made = skip_forms::mysql::empty_transaction(raw, opt.crc, &mut out);
+                let end = out.len();
+                made.map(|()| renumber(&mut out, at, end, out_pos, opt.crc))
+                    .map(|_| 3)
             };
             let Some(events_out) = events_out else {
+                out.truncate(at);
                 break;
             };
-            if opt.gtids {
-                gtids.push(seen(u, written_at));
-            }
-            let written = push_made(&mut out, &made, out_pos, opt.crc);
+            let written = (out.len() - at) as u64;
             out_pos += written;
             done!(counts.emptied, [events_out, written]);
         }
@@ -310,19 +307,20 @@ pub fn assemble(
             };
             p
         };
-        if opt.gtids {
-            gtids.push(seen(u, written_at));
-        }
         let written = push_made(&mut out, &joined, out_pos, opt.crc);
         out_pos += written;
         done!(counts.partial, [events_out, written]);
     }
+    let gtids = match opt.gtids {
+        true => gtid_marks(&out, 0, out.len()),
+        false => Vec::new(),
+    };
     Assembly {
         out,
         next: i,
         out_pos,
         counts,
         full,
-        gtids: last_of_each_pair(gtids),
+        gtids,
     }
 }

@@ -27,9 +27,6 @@ pub struct Routed {
     pub next: usize,
     pub outs: Vec<Sent>,
     pub ends: Vec<Vec<u64>>,
-    /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
-    /// bytes, from the unit records).
-    pub marks: Vec<Vec<u64>>,
     /// Units written to two outputs or more among the `counted` ones.
     pub multi: u64,
     /// Units written to no counted output (by --map without an unassigned output: the units
@@ -41,15 +38,6 @@ enum Copy {
     Whole,
     Part(Vec<u8>),
     Nothing,
-}
-
-/// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
-pub(crate) type Seen = (u64, Option<(u32, u32)>);
-
-/// Unit `u`'s GTID event written at `at`.
-pub(crate) fn seen(u: &Unit, at: u64) -> Seen {
-    let mariadb = u.flags & F_MARIADB_GTID != 0;
-    (at, mariadb.then_some((u.gtid_domain, u.gtid_server)))
 }
 
 const ROUTED: u32 = F_FAST | F_COMPLETE;
@@ -128,7 +116,6 @@ pub fn route(
     let n = keeps.len();
     let mut outs: Vec<Sent> = (0..n).map(|_| Sent::default()).collect();
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
-    let mut pairs: Vec<Vec<Seen>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
     let (mut multi, mut none) = (0u64, 0u64);
     let mut i = from;
@@ -191,14 +178,10 @@ pub fn route(
         }
         let mut counted_n = 0;
         for (o, copy) in copies.drain(..).enumerate() {
-            pairs[o].push(seen(u, outs[o].out_len as u64));
             match copy {
                 Copy::Whole => outs[o].buf_piece(0, u.start, u.end), // a run of units: one piece
                 Copy::Part(bytes) => outs[o].own_piece(&bytes),
-                Copy::Nothing => {
-                    pairs[o].pop();
-                    continue;
-                }
+                Copy::Nothing => continue,
             }
             ends[o].push(bases.get(o).copied().unwrap_or(0) + outs[o].out_len as u64);
             if counted.get(o).copied().unwrap_or(true) {
@@ -213,7 +196,6 @@ pub fn route(
         next: i,
         outs,
         ends,
-        marks: pairs.into_iter().map(last_of_each_pair).collect(),
         multi,
         none,
     }
@@ -226,7 +208,10 @@ pub fn route(
 /// event that does not fit.
 pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
     let stop = stop.min(buf.len());
-    let mut seen: Vec<Seen> = Vec::new();
+    let mut out = Vec::new();
+    // Where each MariaDB (domain, server_id) was placed in `out`, and the last GTID's.
+    let mut placed: std::collections::HashMap<(u32, u32), usize> = Default::default();
+    let mut prev: Option<((u32, u32), usize)> = None;
     let mut at = start;
     while at + HEADER_LEN <= stop {
         let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
@@ -237,35 +222,21 @@ pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
         if t == MARIADB_GTID {
             let server = u32_at(buf, at + 5).unwrap_or(0);
             let domain = u32_at(buf, at + HEADER_LEN + 8).unwrap_or(0);
-            seen.push((at as u64, Some((domain, server))));
+            let pair = (domain, server);
+            // (a run of one pair's GTIDs, the common case, hashes its pair once)
+            let slot = match prev {
+                Some((p, slot)) if p == pair => slot,
+                _ => *placed.entry(pair).or_insert_with(|| {
+                    out.push(0);
+                    out.len() - 1
+                }),
+            };
+            out[slot] = at as u64;
+            prev = Some((pair, slot));
         } else if matches!(t, GTID | ANONYMOUS_GTID | GTID_TAGGED) {
-            seen.push((at as u64, None));
+            out.push(at as u64);
         }
         at += size;
-    }
-    last_of_each_pair(seen)
-}
-
-/// The offsets of `seen` (offset, MariaDB (domain, server_id) or None for MySQL) a GTID state
-/// needs: every MySQL one, and the last of each MariaDB pair, placed where the pair first appears.
-pub(crate) fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
-    let mut last: std::collections::HashMap<(u32, u32), u64> = Default::default();
-    for (at, pair) in &seen {
-        if let Some(p) = pair {
-            last.insert(*p, *at);
-        }
-    }
-    let mut placed: std::collections::HashSet<(u32, u32)> = Default::default();
-    let mut out = Vec::with_capacity(seen.len().min(last.len() + 16));
-    for (at, pair) in seen {
-        match pair {
-            None => out.push(at),
-            Some(p) => {
-                if placed.insert(p) {
-                    out.push(last[&p]);
-                }
-            }
-        }
     }
     out
 }
