@@ -1,8 +1,8 @@
 //! Split's routing walk (issue #40): the fast MariaDB ROW units of one scanned buffer cut into
 //! one copy per output in a single pass, each output's keep bytes indexed by the scanner's name
 //! ids (the decisions stay in Python: rules.decider.TableKeeps). A copy is the unit whole, the
-//! unit without its statements whose tables the output does not keep, or nothing
-//! (`unit_cut::cut`); bytes as the source holds them (the series writer renumbers them), as split's
+//! unit without its statements whose tables the output does not keep (`unit_cut::cut`), or
+//! nothing; bytes as the source holds them (the series writer renumbers them), as split's
 //! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
 //! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
 //! default MIXED format: a GTID, Queries with their context events, an XID) are routed the same
