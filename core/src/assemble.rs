@@ -5,6 +5,7 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
+use crate::hops::events;
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::rename_db::{DbRenames, Renamer};
@@ -70,13 +71,8 @@ pub fn renumber(
     base: u64,
     crc: bool,
 ) -> (u32, Vec<usize>) {
-    let stop = stop.min(buf.len());
     let (mut at, mut last_ts, mut fdes) = (start, 0u32, Vec::new());
-    while at + HEADER_LEN <= stop {
-        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > stop {
-            break;
-        }
+    while let Some((_, size)) = events(buf, at, stop).next() {
         let end = at + size;
         let ts = u32_at(buf, at).unwrap_or(0);
         if ts != 0 {
@@ -119,17 +115,8 @@ pub fn push_renumbered(
 /// The last non-zero timestamp of the whole events in `out` (0: none): what the writer of a file
 /// dates a Rotate with after them (`BinlogWriter.last_timestamp`), as after events it wrote.
 pub fn last_timestamp(out: &[u8]) -> u32 {
-    let (mut at, mut last) = (0, 0);
-    while let (Some(ts), Some(size)) = (u32_at(out, at), u32_at(out, at + 9)) {
-        if ts != 0 {
-            last = ts;
-        }
-        if (size as usize) < HEADER_LEN {
-            break;
-        }
-        at += size as usize;
-    }
-    last
+    let stamps = events(out, 0, out.len()).filter_map(|(at, _)| u32_at(out, at));
+    stamps.filter(|ts| *ts != 0).last().unwrap_or(0)
 }
 
 /// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.

@@ -515,9 +515,9 @@ fn cut(
         return Some((Cut::Bytes(joined), events));
     }
     // A MySQL unit keeps its BEGIN with its GTID, whose transaction_length counts what is left:
-    // made anew (skip_forms::mysql::with_length), as `filter` writes it.
+    // made anew (trx_length::with_length), as `filter` writes it.
     let mut made = Vec::with_capacity(joined.len() + 8);
-    skip_forms::mysql::with_length(&joined, opt.heartbeat_crc, &mut made)?;
+    crate::trx_length::with_length(&joined, opt.heartbeat_crc, &mut made)?;
     Some(match opt.count_only {
         true => (Cut::Size(made.len() as u64), events),
         false => (Cut::Bytes(made), events),

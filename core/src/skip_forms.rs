@@ -9,6 +9,7 @@
 //! `skip_forms/mysql.rs`. Any other unit ends the walk, and the caller's per-unit way sends what
 //! its policy says.
 
+use crate::crc::seal;
 use crate::le::u32_at;
 use crate::rows::{ROW_PARTIAL, ROW_SKIP};
 use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
@@ -310,14 +311,6 @@ pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut [u8]) {
         out[at..made].copy_from_slice(g);
         made_query_into(g, COMMIT_BODY, crc, &mut out[made..next]);
         (p, at) = (p + g.len().max(1), next);
-    }
-}
-
-/// The CRC32 of out[at..], appended when the binlog carries them.
-fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
-    if crc {
-        let c = crc32fast::hash(&out[at..]);
-        out.extend_from_slice(&c.to_le_bytes());
     }
 }
 

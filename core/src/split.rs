@@ -10,14 +10,14 @@
 //! Fast MySQL ROW units (GTID, BEGIN, statements, XID) too, their copies made by `split_mysql`
 //! (transaction_length, by schema the BEGIN's default database).
 
+use crate::hops::events;
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::sent::Sent;
 use crate::split_mysql::{is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
-use crate::unit_cut::{answer, cut};
-use crate::unit_list::body_start;
+use crate::unit_cut::{answer, body_start, cut};
 
 /// What `route` wrote: per output its bytes as pieces (ranges of the buffer, part 0, and the
 /// partly kept units' bytes: `Sent::fill` copies them into its bytes once) and each unit's end
@@ -207,17 +207,11 @@ pub fn route(
 /// appears (a Gtid_list keeps the last seq_no of each pair, in insertion order). Stops at an
 /// event that does not fit.
 pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
-    let stop = stop.min(buf.len());
     let mut out = Vec::new();
     // Where each MariaDB (domain, server_id) was placed in `out`, and the last GTID's.
     let mut placed: std::collections::HashMap<(u32, u32), usize> = Default::default();
     let mut prev: Option<((u32, u32), usize)> = None;
-    let mut at = start;
-    while at + HEADER_LEN <= stop {
-        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > stop {
-            break;
-        }
+    for (at, _) in events(buf, start, stop) {
         let t = buf[at + 4];
         if t == MARIADB_GTID {
             let server = u32_at(buf, at + 5).unwrap_or(0);
@@ -236,7 +230,6 @@ pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
         } else if matches!(t, GTID | ANONYMOUS_GTID | GTID_TAGGED) {
             out.push(at as u64);
         }
-        at += size;
     }
     out
 }

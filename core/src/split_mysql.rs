@@ -11,7 +11,7 @@
 use crate::hops::head_end;
 use crate::le::{u16_at, u32_at};
 use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
-use crate::skip_forms::mysql::with_length;
+use crate::trx_length::with_length;
 use crate::types::HEADER_LEN;
 
 /// How a scan's MySQL units are copied: whether events carry a CRC32, the Query post-header's

@@ -3,11 +3,10 @@
 //! Table_maps and they all get one answer. `assemble` writes the cut and split copies it (`cut`),
 //! the send walk sends its ranges or counts their size.
 
-use crate::hops::statements;
+use crate::hops::{head_end, statements};
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
-use crate::scan::{Unit, F_MARIADB_GTID};
-use crate::skip_forms::mysql::with_length;
-use crate::unit_list::body_start;
+use crate::scan::{Unit, F_ANONYMOUS_GTID, F_MARIADB_GTID, F_MYSQL_GTID};
+use crate::trx_length::with_length;
 
 /// A name id's keep byte: Some(kept) for KEEP_DROP or KEEP_KEEP, None for any other answer (or
 /// out of range).
@@ -36,7 +35,7 @@ pub(crate) fn answer(ids: &[u32], keep: &[u8]) -> Option<(bool, bool)> {
 /// `keep` does not keep, when every statement has its own Table_maps and they all get one answer
 /// (so no STMT_END_F has to move): the bytes as the source holds them (positions not renumbered;
 /// a MySQL unit keeps its BEGIN with its GTID, whose transaction_length counts what is left,
-/// `skip_forms::mysql::with_length`, `crc`: the events carry checksums), and the events left.
+/// `trx_length::with_length`, `crc`: the events carry checksums), and the events left.
 /// What `filter` writes and split copies of it. None otherwise.
 pub fn cut(buf: &[u8], u: &Unit, ids: &[u32], keep: &[u8], crc: bool) -> Option<(Vec<u8>, u64)> {
     let (start, end, buf) = (u.start, u.end, buf.get(..u.end)?);
@@ -57,6 +56,25 @@ pub fn cut(buf: &[u8], u: &Unit, ids: &[u32], keep: &[u8], crc: bool) -> Option<
     let mut made = Vec::with_capacity(joined.len() + 8);
     with_length(&joined, crc, &mut made)?;
     Some((made, events_out))
+}
+
+/// Where fast unit buf[start..end)'s statements start: after its GTID, and in a MySQL unit
+/// after the BEGIN that follows it (framing, which a cut keeps with the GTID). None where that
+/// does not add up.
+pub(crate) fn body_start(
+    buf: &[u8],
+    start: usize,
+    gtid_size: u32,
+    end: usize,
+    flags: u32,
+) -> Option<usize> {
+    let gtid_end = start
+        .checked_add(gtid_size as usize)
+        .filter(|&e| e <= end)?;
+    if flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) != 0 {
+        return head_end(buf, gtid_end, end);
+    }
+    Some(gtid_end)
 }
 
 /// A fast unit to cut at its statements: its bounds in its buffer, where its head ends (`gtid_end`:
