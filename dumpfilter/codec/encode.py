@@ -74,9 +74,6 @@ def query_body(sql: str, db: str = "", *, thread_id: int = 1, exec_time: int = 0
     return head + status_vars + raw_db + b"\0" + raw_sql
 
 
-COMMIT_BODY = query_body("COMMIT", "")  # the COMMIT closing an emptied group (TransactionFilter)
-
-
 def set_log_pos_in(buf: bytearray, start: int, log_pos: int, *, checksum: bool) -> None:
     """Set the log_pos of the event at buf[start:] in place, and its CRC when `checksum` (not
     for a Format_description: see checksum.crc_input)."""
