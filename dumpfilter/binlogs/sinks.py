@@ -57,16 +57,8 @@ class Sink:
 
     # The output offset at which the current file takes no more units (None: no limit).
     direct_limit: int | None = None
-    # replicate-rewrite-db's names the assembly writes renamed into what it writes directly (the
-    # master's database -> the one the replica applies; binlogs.renaming), None: none.
-    direct_renames: dict[bytes, bytes] | None = None
     # Whether the sink needs the GTID events the assembly writes (`direct_written`).
     direct_gtids = False
-
-    def learn_names(self, events: list[Event]) -> None:
-        """A unit the assembly left to Python, read into `events`: the names in it are what
-        `direct_renames` needs to rename it next time (a skipped unit's too: its emptied form
-        names no database). Nothing to learn but for a renaming sink."""
 
     def direct_fresh(self) -> bool:
         """Whether the direct writer's file holds no unit yet (its first unit goes in whatever
