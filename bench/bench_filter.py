@@ -40,7 +40,8 @@ from dumpfilter.codec import BinlogReader
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.rules import RuleEngine, Settings
-from dumpfilter.binlogs.sinks import FileSink, renumbered
+from dumpfilter.binlogs.sinks import FileSink
+from dumpfilter.codec.scanner import renumber
 from dumpfilter.binlogs.filtering import filter_files
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.transaction_filter import TransactionFilter
@@ -101,7 +102,7 @@ def tiled_row_file(mb: int, base_mb: int = 60) -> Path:
                 for at in rel:
                     seq = struct.unpack_from("<Q", chunk, at + 19)[0]
                     struct.pack_into("<Q", chunk, at + 19, seq + copy * base_seq)
-            chunk = renumbered(chunk, out_pos, True)
+            renumber(chunk, 0, len(chunk), out_pos, True)
             out.write(chunk)
             out_pos += len(chunk)
             copy += 1

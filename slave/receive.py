@@ -97,7 +97,7 @@ class BatchWalk:
             text = query_text(blob, query, end, self.fmt) if self.fmt is not None else None
             if text is not None:
                 start = units[at].start
-                slave.trust.lone(slave.trust.check.lone_text_kept(text[1], text[0]), *text, blob, units, at)
+                slave.trust.lone(*text, blob, units, at)
                 self._relayed(blob[start:end], 2)
                 return at + 1
         lone_at = units.lone_control(at)

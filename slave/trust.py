@@ -116,10 +116,10 @@ class MasterTrust:
             elif event.pos not in kept:
                 self._dropped(event, gtid)
 
-    def lone(self, kept: bool, db: str, sql: str, blob: bytes, units: UnitRecords, k: int) -> None:
+    def lone(self, db: str, sql: str, blob: bytes, units: UnitRecords, k: int) -> None:
         """A GTID-and-one-statement unit the slave wrote from its bytes (unit `k` of `units`, a
-        scan of `blob`): `kept` is the check's answer for its text."""
-        if kept or self.suspended:
+        scan of `blob`), checked by its text (the check's schema model replays it)."""
+        if self.check.lone_text_kept(sql, db) or self.suspended:
             return
         rec = units[k]
         end = _LOG_POS.unpack_from(blob, rec.last + 13)[0]
@@ -131,9 +131,7 @@ class MasterTrust:
         """The lone statements of a compiled relay run (their unit index and texts; the run
         hands back no framing word, which the check keeps whatever the rules), each checked."""
         for text in texts:
-            if self.check.lone_text_kept(text.sql, text.db) or self.suspended:
-                continue
-            self.lone(False, text.db, text.sql, blob, units, text.unit)
+            self.lone(text.db, text.sql, blob, units, text.unit)
 
     # -- one event the check drops -----------------------------------------------------------
     def _dropped(self, event: Event, gtid: str | None, at: Event | None = None) -> None:

@@ -134,24 +134,20 @@ def run(args: argparse.Namespace) -> int:
         staging = Path(name)
         # Written through this descriptor (not truncated again), on a thread of its own.
         sink = FileSink(staging, fd=fd, write_behind=True)
-    base_sink = sink
     renamer = event_renamer(engine, rules, settings) if args.write_rewritten_names else None
+    applied = None
     if renamer is not None:  # (imported here: a run that renames nothing does without the module)
-        from dumpfilter.binlogs.renaming import RenamingSink
-
         from dumpfilter.rules.renamer import applied_names
 
-        effective = settings.semantics == "effective" and rules.effective_rewrite
-        sink = RenamingSink(sink, renamer, None if effective else [old for old, _new in rules.rewrite_db],
-                            applied_names(engine, rules, settings))
+        applied = applied_names(engine, rules, settings)
     started = time.perf_counter()
     try:
         # An input that cannot be read is its BinlogError; a write that fails is the sink's OSError.
         # A file cut inside an event: its whole events filtered and written, then told (raise_cut).
         stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True,
-                             stop_at_cut=True)
+                             stop_at_cut=True, rename=renamer, applied=applied)
         written = sink.close()
-        out_bytes = ((base_sink.writer.position if base_sink.writer else 0) if isinstance(base_sink, FileSink)
+        out_bytes = ((sink.writer.position if sink.writer else 0) if isinstance(sink, FileSink)
                       else _bytes_written(written))
         if staging is not None:
             written = _move_into_place(staging, out, written, basename if series else None)

@@ -16,6 +16,12 @@ Positions: a filtered binlog's `log_pos` values are renumbered to the output's o
 in relay logs, whose `log_pos` are the *source server's* coordinates and are copied unchanged
 (binlog-format.md §7.1, §8: rpl_unfiltered_hidden_gcol.000001).
 
+Renaming (`rename`, as `mariadb-binlog --rewrite-db` does): each unit written through Python has its
+events renamed by the one event rewriter (dumpfilter.codec.rename, the names from
+dumpfilter.rules.renamer), its MySQL GTID's transaction_length recomputed; with `applied` (plain
+replicate-rewrite-db's names) the compiled assembly renames what it writes itself, and the units
+left to Python teach it their names. The writer renumbers what a longer or shorter name moved.
+
 Speed: `filter_files` scans large read chunks with the compiled scanner, and where the sink has
 a writer the compiled assembly may write into (`Sink.direct_writer`) the assembly writes the fast
 ROW units (`GTID [BEGIN] {Annotate_rows|Rows_query|Table_map|Rows}* XID`, decided per Table_map
@@ -30,13 +36,13 @@ from __future__ import annotations
 import bisect
 import io
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from dumpfilter._core import AssembleConfig
-from dumpfilter.codec import Event, EventType, Transaction, bad_magic
+from dumpfilter.codec import Event, EventType, Transaction, bad_magic, fix_transaction_length
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.codec.reader import truncated
 from dumpfilter.errors import CutEventError, MalformedEventError, TruncatedBinlogError
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
     from dumpfilter._core import AssembleCounts, AssembleResult
     from dumpfilter.codec.scanner import UnitRecords, UnitScan
     from dumpfilter.codec.writer import BinlogWriter
+    from dumpfilter.rules.renamer import AppliedNames
 
 FAST_CHUNK = 4 << 20
 _PATH_COUNTERS = ("statements_by_key", "statement_keys")
@@ -135,12 +142,15 @@ class FilterStats:
 
 class BinlogFilter:
     """Filters binlog files into a sink with one TransactionFilter; `stats` accumulates. Fast
-    units are decided from their tables, the others through TransactionFilter (see `_walk`)."""
+    units are decided from their tables, the others through TransactionFilter (see `_walk`);
+    `rename` and `applied`: see the module docstring."""
 
     def __init__(self, tfilter: TransactionFilter, sink: Sink, *, verify_checksums: bool = True,
-                 read_ahead: bool = False):
+                 read_ahead: bool = False, rename: Callable[[Event], Event] | None = None,
+                 applied: AppliedNames | None = None):
         self.tfilter = tfilter
         self.sink = sink
+        self.rename, self.applied = rename, applied
         self.verify_checksums = verify_checksums
         self.read_ahead = read_ahead  # a plain file's next chunk read on a thread (background.ReadAhead)
         self.stats = FilterStats()
@@ -155,14 +165,23 @@ class BinlogFilter:
         events = result.events
         if not events:
             return
-        if txn.kind == CONTROL:
-            self.sink.write(events)
+        renamed = self._renamed(events) if self.rename is not None and txn.kind != CONTROL else None
+        if txn.kind == CONTROL or renamed is not None:
+            self.sink.write(renamed or events)
             return
         # One byte range per unit, renumbered in one pass, instead of an Event rebuilt per event.
         # A unit kept whole is contiguous in the source (its positions may still be right);
         # anything changed or synthesised is always renumbered (source_pos -1).
         raw = b"".join([e.raw for e in events])
         self.sink.write_raw(raw, events[0].pos if result.outcome == KEPT else -1)
+
+    def _renamed(self, events: list[Event]) -> list[Event] | None:
+        """A unit's `events` renamed (None: no name changed), their names learnt for the assembly."""
+        assert self.rename is not None
+        if self.applied is not None:
+            self.applied.learn(events)
+        out = [self.rename(e) for e in events]
+        return None if all(a is b for a, b in zip(out, events)) else fix_transaction_length(out)
 
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
@@ -295,6 +314,8 @@ class _FileWalk:
         fmt = self.fmt
         if not self.direct_ok or fmt is None:
             return None
+        if self.bf.rename is not None and self.bf.applied is None:
+            return None  # renamed in Python alone (WL#2516's table renames)
         direct = self.bf.sink.direct_writer()
         return direct if direct is not None and direct.fmt.checksum_len == fmt.checksum_len else None
 
@@ -325,7 +346,8 @@ class _FileWalk:
             return None
         # Fast units and answered statements in bulk: written by the compiled assembly.
         config = self._config
-        renames = sink.direct_renames  # (one dict for the run, grown as names are met: read at each call)
+        # (one dict for the run, grown as names are met: read at each call)
+        renames = bf.applied.map if bf.applied is not None else None
         posts = (fmt.post_header_len(EventType.QUERY), fmt.post_header_len(EventType.EXECUTE_LOAD_QUERY),
                  fmt.post_header_len(EventType.TABLE_MAP)) if renames is not None else (0, 0, 0)
         if config is None or config.renumber != direct.renumber_positions or config.crc != (fmt.checksum_len > 0) \
@@ -355,8 +377,8 @@ class _FileWalk:
         assert scan is not None
         rec = scan.units[at]
         events, self.fmt = unit_events(buf[rec.start : rec.end], base + rec.start, self.fmt, path=self.name)
-        if bf.sink.direct_renames is not None:  # the names the assembly renames from now on
-            bf.sink.learn_names(events)
+        if bf.applied is not None:  # the names the assembly renames from now on (a skipped unit's too)
+            bf.applied.learn(events)
         if rec.flags & F_HAS_FDE and rec.kind == CONTROL:
             bf.keeps.forget_tables()
             if bf.sink.begin_file(events[0], self.path):
@@ -382,13 +404,15 @@ def _read(path: Path, stream: BinaryIO, size: int, ahead: ReadAhead | None = Non
 
 
 def filter_files(paths: Sequence[str | os.PathLike[str]], tfilter: TransactionFilter, sink: Sink, *,
-                 verify_checksums: bool = True, read_ahead: bool = False, stop_at_cut: bool = False) -> FilterStats:
+                 verify_checksums: bool = True, read_ahead: bool = False, stop_at_cut: bool = False,
+                 rename: Callable[[Event], Event] | None = None, applied: AppliedNames | None = None) -> FilterStats:
     """Filter `paths` in order into `sink` (closed at the end); returns the statistics.
     `read_ahead`: each plain file's next chunk is read on a thread of its own meanwhile. A file that
     cannot be read is a BinlogError naming it; a write the sink fails (a full disk) is its OSError.
     `stop_at_cut`: a file cut inside an event ends the run there, its whole events filtered, and is
     the statistics' `cut` (the caller reports it) instead of the error."""
-    bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, read_ahead=read_ahead)
+    bf = BinlogFilter(tfilter, sink, verify_checksums=verify_checksums, read_ahead=read_ahead, rename=rename,
+                      applied=applied)
     try:
         bf.filter_paths(distinct_paths(paths))  # a file given twice: its transactions would be written twice
     except CutEventError as exc:

@@ -10,16 +10,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType
-from dumpfilter.codec.encode import set_log_pos_in
-from dumpfilter.codec.event import HEADER
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import foreign_log_pos
 from dumpfilter.errors import MalformedEventError
-from dumpfilter.codec.scanner import renumber as core_renumber
 from dumpfilter._core import last_timestamp as core_last_timestamp
 from dumpfilter.binlogs.background import WriteBehind
 from dumpfilter.binlogs.files import open_binlog
-from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPES, BinlogSeriesWriter
+from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPES, BinlogSeriesWriter, renumber
 
 
 
@@ -57,16 +54,8 @@ class Sink:
 
     # The output offset at which the current file takes no more units (None: no limit).
     direct_limit: int | None = None
-    # replicate-rewrite-db's names the assembly writes renamed into what it writes directly (the
-    # master's database -> the one the replica applies; binlogs.renaming), None: none.
-    direct_renames: dict[bytes, bytes] | None = None
     # Whether the sink needs the GTID events the assembly writes (`direct_written`).
     direct_gtids = False
-
-    def learn_names(self, events: list[Event]) -> None:
-        """A unit the assembly left to Python, read into `events`: the names in it are what
-        `direct_renames` needs to rename it next time (a skipped unit's too: its emptied form
-        names no database). Nothing to learn but for a renaming sink."""
 
     def direct_fresh(self) -> bool:
         """Whether the direct writer's file holds no unit yet (its first unit goes in whatever
@@ -90,24 +79,14 @@ class Sink:
         raise NotImplementedError
 
 
-def renumbered(raw: bytes | bytearray | memoryview, out_pos: int, checksum: bool) -> bytearray:
-    """`raw` (whole events) with every non-zero log_pos set to its end offset in the output,
-    starting at `out_pos`, and fresh CRCs; what BinlogWriter.write does event by event. The core
-    renumbers; an FDE inside (a relay log's) gets the same treatment here."""
-    buf = bytearray(raw)
-    for start in core_renumber(buf, 0, len(buf), out_pos, checksum).fdes:
-        size = HEADER.unpack_from(buf, start)[3]
-        set_log_pos_in(buf, start, out_pos + start + size, checksum=checksum)
-    return buf
-
-
 class _RawWriterMixin:
     """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
 
     def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
         out_pos = writer.position
-        if writer.renumber_positions and out_pos != source_pos:
-            raw = renumbered(raw, out_pos, writer.fmt.checksum_len > 0)
+        if writer.renumber_positions and out_pos != source_pos:  # (as BinlogWriter.write does each event)
+            raw = bytearray(raw)
+            renumber(raw, 0, len(raw), out_pos, writer.fmt.checksum_len, writer.fmt)
         writer.out.write(raw)
         writer.position += len(raw)
         if ts := core_last_timestamp(raw):  # a Rotate after it is dated as after events written

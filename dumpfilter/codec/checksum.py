@@ -37,9 +37,3 @@ def with_crc(event_without_crc: bytes) -> bytes:
     """Append the CRC of `event_without_crc` (for an FDE, as if IN_USE were clear)."""
     probe = event_without_crc + b"\0\0\0\0"
     return event_without_crc + _U32.pack(compute_crc(crc_input(probe)))
-
-
-def refresh_crc_in(buf: bytearray, start: int, end: int) -> None:
-    """Write the CRC of the event at buf[start:end] (its last four bytes excluded) into those
-    four bytes, in place: after a header field changed (log_pos renumbered)."""
-    _U32.pack_into(buf, end - CHECKSUM_LEN, zlib.crc32(memoryview(buf)[start:end - CHECKSUM_LEN]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import struct
 
-from dumpfilter.codec.checksum import refresh_crc_in, with_crc
+from dumpfilter.codec.checksum import with_crc
 from dumpfilter.codec.constants import (
     CHECKSUM_CRC32,
     CHECKSUM_OFF,
@@ -19,8 +19,6 @@ from dumpfilter.codec.packing import encode_lenenc, mariadb_compress
 from dumpfilter.codec.gtid import uuidlib
 
 _QUERY_POST = struct.Struct("<IIBHH")
-_LOG_POS = struct.Struct("<I")
-_SIZE_OFFSET, _LOG_POS_OFFSET = 9, 13  # timestamp u32, type u8, server_id u32, event_size u32, log_pos u32
 
 # Post-header length tables exactly as real servers write them in their FDE
 # (research/binlog-format.md §4).
@@ -72,17 +70,6 @@ def query_body(sql: str, db: str = "", *, thread_id: int = 1, exec_time: int = 0
         raw_sql = mariadb_compress(raw_sql)
     head = _QUERY_POST.pack(thread_id, exec_time, len(raw_db), error_code, len(status_vars))
     return head + status_vars + raw_db + b"\0" + raw_sql
-
-
-COMMIT_BODY = query_body("COMMIT", "")  # the COMMIT closing an emptied group (TransactionFilter)
-
-
-def set_log_pos_in(buf: bytearray, start: int, log_pos: int, *, checksum: bool) -> None:
-    """Set the log_pos of the event at buf[start:] in place, and its CRC when `checksum` (not
-    for a Format_description: see checksum.crc_input)."""
-    _LOG_POS.pack_into(buf, start + _LOG_POS_OFFSET, log_pos)
-    if checksum:
-        refresh_crc_in(buf, start, start + _LOG_POS.unpack_from(buf, start + _SIZE_OFFSET)[0])
 
 
 def table_map_body(table_id: int, db: str, table: str, column_types: bytes = b"\x03",

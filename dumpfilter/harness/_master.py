@@ -138,4 +138,4 @@ class Master:
 
     def replica_streamed_to_end(self, server_id: int) -> bool:
         """Whether the master has sent the real replica `server_id` everything up to the binlog end."""
-        return self._server is not None and _wiring.stream_at_end(self._server, server_id)
+        return self._server is not None and self._server.service.streamed_to_end(server_id)

@@ -5,17 +5,15 @@ endpoint, fed what the master's filtering with its rules keeps."""
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from dumpfilter.errors import DumpFilterError, ExternalError, InvalidArgumentError
 from dumpfilter.harness._master import Master
 from dumpfilter.harness._rules import Rules
-from dumpfilter.lab.sandbox import MariaDBServer, mariadb_available, replica_status, snapshot
+from dumpfilter.lab.sandbox import MariaDBServer, follow, mariadb_available, replica_status, snapshot, stopped_on_error, wait_fed
 
 _SERVER_IDS = itertools.count(2_000_000)
-_IDLE_SQL_STATE = "Slave has read all relay log"
 
 
 class ReplicaError(ExternalError):
@@ -63,12 +61,9 @@ class Replica:
                                              log_bin=False, port=self.requested_port)
         try:
             server.start()
-            start = "MASTER_USE_GTID=slave_pos" if self.gtid else \
-                f"MASTER_LOG_FILE='{self._first_file()}', MASTER_LOG_POS=4, MASTER_USE_GTID=no"
-            server.execute(["STOP SLAVE", "RESET SLAVE ALL",
-                            f"CHANGE MASTER TO MASTER_HOST='{self.master.host}', MASTER_PORT={port}, "
-                            f"MASTER_USER='{self.user}', MASTER_PASSWORD='{self.password}', {start}, "
-                            "MASTER_CONNECT_RETRY=1", "START SLAVE"])
+            follow(server, self.master.host, port, user=self.user, password=self.password,
+                   start="MASTER_USE_GTID=slave_pos" if self.gtid else
+                   f"MASTER_LOG_FILE='{self._first_file()}', MASTER_LOG_POS=4, MASTER_USE_GTID=no")
         except BaseException:
             self.stop()
             raise
@@ -124,24 +119,14 @@ class Replica:
         """Wait until the master has sent this replica everything up to its binlog end and the SQL
         thread has executed all it read (seen twice in a row); returns SHOW SLAVE STATUS. A thread
         stopped with an error raises ReplicaError; `timeout` seconds raise TimeoutError."""
-        deadline = time.monotonic() + timeout
-        stable = 0
-        status: dict[str, Any] = {}
-        while time.monotonic() < deadline:
-            status = self.status()
-            if status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")):
-                raise ReplicaError(f"replica {self.name} stopped: SQL error {status.get('Last_SQL_Errno')} "
-                                   f"{status.get('Last_SQL_Error')!r}; IO error {status.get('Last_IO_Errno')} "
-                                   f"{status.get('Last_IO_Error')!r}")
-            idle = (status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes"
-                    and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
-                    and _IDLE_SQL_STATE in str(status.get("Slave_SQL_Running_State") or "")
-                    and self.master.replica_streamed_to_end(self.server_id))
-            stable = stable + 1 if idle else 0
-            if stable >= 2:
-                return status
-            time.sleep(0.3)
-        raise TimeoutError(f"replica {self.name} did not catch up within {timeout:g}s: IO "
-                           f"{status.get('Slave_IO_Running')}, SQL {status.get('Slave_SQL_Running')}, read "
-                           f"{status.get('Master_Log_File')}:{status.get('Read_Master_Log_Pos')}, executed "
-                           f"{status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}")
+        status = wait_fed(self._need(), lambda: self.master.replica_streamed_to_end(self.server_id), timeout)
+        if stopped_on_error(status):
+            raise ReplicaError(f"replica {self.name} stopped: SQL error {status.get('Last_SQL_Errno')} "
+                               f"{status.get('Last_SQL_Error')!r}; IO error {status.get('Last_IO_Errno')} "
+                               f"{status.get('Last_IO_Error')!r}")
+        if not status.pop("caught_up"):
+            raise TimeoutError(f"replica {self.name} did not catch up within {timeout:g}s: IO "
+                               f"{status.get('Slave_IO_Running')}, SQL {status.get('Slave_SQL_Running')}, read "
+                               f"{status.get('Master_Log_File')}:{status.get('Read_Master_Log_Pos')}, executed "
+                               f"{status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}")
+        return status

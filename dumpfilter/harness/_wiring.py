@@ -24,7 +24,7 @@ from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2
 
 __all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
-           "load_relay_info", "master_stats", "slave_config", "start_endpoint", "start_master", "stream_at_end"]
+           "load_relay_info", "master_stats", "slave_config", "start_endpoint", "start_master"]
 
 
 def start_master(binlog_dir: Path, listen: str, policy: Path | None, options: dict[str, Any]) -> tuple[MasterServer, int]:
@@ -43,16 +43,6 @@ def add_replica_spec(endpoint: MysqlEndpoint, spec: SlaveSpec) -> None:
     endpoint.replicas.by_server_id[spec.server_id] = spec
     if spec.user:
         endpoint.replicas.by_user[spec.user] = spec
-
-
-def stream_at_end(master: MasterServer, server_id: int) -> bool:
-    """Whether the master's stream for `server_id` (a real replica) has sent up to its binlog end."""
-    service = master.service
-    slave = service.slaves.get(server_id)
-    if slave is None or slave.stream is None:
-        return False
-    rows = service.stats(server_id)
-    return bool(rows) and rows[0][0].position is not None and rows[0][0].position == rows[0][1] and rows[0][2] == 0
 
 
 def master_stats(address: str, server_id: int, user: str = "", password: str = "",

@@ -135,7 +135,7 @@ class TransactionFilter:
         self.table_ids.clear()  # a transaction's rows are mapped by its own Table_maps only
         query = lone_statement(events)
         if query is not None:
-            if self.lone_statement_kept(query):
+            if self.lone_text_kept(query.sql or "", query.db):
                 return FilterResult(KEPT, list(events), size, 2)
             kept, content_in, content_kept = [events[0]], 1, 0
         else:
@@ -153,16 +153,10 @@ class TransactionFilter:
             result.events = fix_transaction_length(result.events)
         return result
 
-    def lone_statement_kept(self, query: Event) -> bool:
-        """A unit made of a GTID and this one Query event (DDL, MariaDB's standalone groups: most
-        statement units of a ROW binlog): kept whole, or else emptied. What the loop below answers
-        for that shape, without it; the master asks it without a FilterResult."""
-        sql = query.sql
-        assert sql is not None  # a Query event's text is never None
-        return self.lone_text_kept(sql, query.db)
-
     def lone_text_kept(self, sql: str, current_db: str | None) -> bool:
-        """`lone_statement_kept` from the Query's text and default database."""
+        """Whether a unit made of a GTID and one Query event (DDL, MariaDB's standalone groups:
+        most statement units of a ROW binlog), given by the Query's text and default database, is
+        kept whole, or else emptied: what the loop below answers for that shape, without it."""
         if framing_statement(sql):
             return True
         return self.decider.statement_kept(sql, current_db)
@@ -201,7 +195,7 @@ class TransactionFilter:
                     kept.append(event)
                 else:
                     content_in += 1
-                    if self._statement_kept(event):
+                    if self.decider.statement_kept(sql, event.db):
                         content_kept += 1
                         kept.extend(pending)
                         kept.append(event)
@@ -263,11 +257,6 @@ class TransactionFilter:
     def empty_transaction_events(self, txn: Transaction) -> list[Event]:
         """The framing an emptied `txn` is written as (transaction_length fixed)."""
         return fix_transaction_length(self._empty_transaction(txn))
-
-    def _statement_kept(self, event: Event) -> bool:
-        sql = event.sql
-        assert sql is not None  # a Query event's text is never None
-        return self.decider.statement_kept(sql, event.db)
 
     def _empty_transaction(self, txn: Transaction) -> list[Event]:
         """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty

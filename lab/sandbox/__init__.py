@@ -7,9 +7,13 @@ from .binlog_apply import BinlogApplyError, apply_binlog
 from .replication import (
     ReplicaStatus,
     ReplicationTimeout,
+    follow,
     make_replica,
+    relay_group_at,
     replica_status,
+    stopped_on_error,
     wait_caught_up,
+    wait_fed,
 )
 from .server import (
     MariaDBServer,
@@ -35,11 +39,15 @@ __all__ = [
     "apply_binlog",
     "diff_snapshots",
     "find_binary",
+    "follow",
     "make_replica",
     "mariadb_available",
+    "relay_group_at",
     "replica_status",
     "snapshot",
     "stop_all_servers",
     "stop_servers",
+    "stopped_on_error",
     "wait_caught_up",
+    "wait_fed",
 ]

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from dumpfilter.codec import Event, EventType, read_events
+from dumpfilter.errors import DumpFilterError
 
 from .server import MariaDBServer, SandboxError
 
 __all__ = [
     "ReplicaStatus",
     "ReplicationTimeout",
+    "follow",
     "make_replica",
+    "relay_group_at",
     "replica_status",
+    "stopped_on_error",
     "wait_caught_up",
+    "wait_fed",
 ]
 
 
@@ -89,16 +98,59 @@ def make_replica(primary: MariaDBServer, replica: MariaDBServer) -> None:
         raise SandboxError(f"primary {primary.name} has no binlog files")
     if primary.port is None:
         raise SandboxError(f"primary {primary.name} is not running")
-    replica.execute([
-        "STOP SLAVE",
-        "RESET SLAVE ALL",
-        "CHANGE MASTER TO MASTER_HOST='127.0.0.1', "
-        f"MASTER_PORT={int(primary.port)}, "
-        f"MASTER_USER='{primary.repl_user}', MASTER_PASSWORD='{primary.repl_password}', "
-        f"MASTER_LOG_FILE='{files[0].name}', MASTER_LOG_POS=4, "
-        "MASTER_USE_GTID=no, MASTER_CONNECT_RETRY=1",
-    ])
-    replica.execute("START SLAVE")
+    follow(replica, "127.0.0.1", int(primary.port), user=primary.repl_user, password=primary.repl_password,
+           start=f"MASTER_LOG_FILE='{files[0].name}', MASTER_LOG_POS=4, MASTER_USE_GTID=no")
+
+
+def follow(replica: MariaDBServer, host: str, port: int, *, user: str = "repl", password: str = "",
+           start: str = "MASTER_USE_GTID=slave_pos") -> None:
+    """Point `replica` at HOST:PORT (a primary, or a dumpfilter master's MySQL endpoint) from
+    `start`, retrying its connection every second, and START SLAVE."""
+    replica.execute(["STOP SLAVE", "RESET SLAVE ALL",
+                     f"CHANGE MASTER TO MASTER_HOST='{host}', MASTER_PORT={port}, MASTER_USER='{user}', "
+                     f"MASTER_PASSWORD='{password}', {start}, MASTER_CONNECT_RETRY=1", "START SLAVE"])
+
+
+def stopped_on_error(status: dict[str, Any]) -> bool:
+    """SHOW SLAVE STATUS of a replica whose SQL thread, or whose stopped IO thread, has an error."""
+    return bool(status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")))
+
+
+def wait_fed(replica: MariaDBServer, streamed_to_end: Callable[[], bool], timeout: float) -> dict[str, Any]:
+    """Wait on a replica of a dumpfilter master's MySQL endpoint until it stops on an error
+    (`stopped_on_error`) or is caught up: the master streamed it to its binlog end, both threads
+    run and the SQL thread executed all the IO thread read, seen twice in a row. Returns SHOW SLAVE
+    STATUS with "caught_up" added (False also after `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
+    stable = 0
+    while True:
+        status = replica_status(replica)
+        if stopped_on_error(status):
+            return {**status, "caught_up": False}
+        idle = (status.get("Slave_IO_Running") == "Yes" and status.get("Slave_SQL_Running") == "Yes"
+                and status.get("Relay_Master_Log_File") == status.get("Master_Log_File")
+                and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
+                and "Slave has read all relay log" in str(status.get("Slave_SQL_Running_State") or "")
+                and streamed_to_end())
+        stable = stable + 1 if idle else 0
+        if stable >= 2 or time.monotonic() > deadline:
+            return {**status, "caught_up": stable >= 2}
+        time.sleep(0.3)
+
+
+def relay_group_at(replica: MariaDBServer, relay_file: str, relay_pos: int) -> Event | None:
+    """The GTID event of the group a stopped SQL thread failed in: the first GTID at or after its
+    relay log position (the start of the failed group). The primary's position cannot tell it for a
+    replica of a filtered stream: Exec_Master_Log_Pos stays at the end of the last group it
+    executed, and the skipped groups after it never reached it."""
+    path = replica.datadir / Path(relay_file).name
+    if not relay_file or not path.exists():
+        return None
+    try:
+        events = read_events(path.read_bytes(), str(path), verify_checksums=False)
+    except DumpFilterError:
+        return None  # a relay log being written may end inside an event
+    return next((e for e in events if e.pos >= relay_pos and e.type_code == EventType.MARIADB_GTID), None)
 
 
 def _to_int(v: Any) -> int:

@@ -10,12 +10,10 @@ its gRPC stream; the report names each beside its slave."""
 from __future__ import annotations
 
 import dataclasses
-import re
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.lab.sandbox import MariaDBServer, replica_status, snapshot
+from dumpfilter.lab.sandbox import MariaDBServer, follow, relay_group_at, snapshot, stopped_on_error, wait_fed
 from dumpfilter.topology import SlaveSpec
 
 if TYPE_CHECKING:
@@ -43,10 +41,7 @@ def run_real_replicas(master: MasterServer, specs: list[SlaveSpec], *, timeout: 
         for spec in real:
             server = servers[spec.name] = MariaDBServer(f"simulate-{spec.name}"[:40].replace("/", "_"),
                                                         server_id=ids[spec.name], log_bin=False).start()
-            server.execute(["STOP SLAVE", "RESET SLAVE ALL",
-                            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={endpoint.port}, "
-                            f"MASTER_USER='{spec.user or 'repl'}', MASTER_PASSWORD='{spec.password}', "
-                            "MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1", "START SLAVE"])
+            follow(server, "127.0.0.1", endpoint.port, user=spec.user or "repl", password=spec.password)
         for spec in real:
             out[spec.name] = _outcome(master.service, servers[spec.name], ids[spec.name], timeout)
     finally:
@@ -56,59 +51,29 @@ def run_real_replicas(master: MasterServer, specs: list[SlaveSpec], *, timeout: 
     return out
 
 
-def _failing_transaction(server: MariaDBServer, status: dict[str, Any]) -> dict[str, Any]:
-    """{"gtid", "event_file", "event_pos"}: the transaction the SQL thread stopped in, from the
-    replica's relay log (its GTID event, and where that transaction starts in master coordinates)."""
-    try:
-        rows = server.query(f"SHOW RELAYLOG EVENTS IN '{status.get('Relay_Log_File')}' "
-                            f"FROM {int(status.get('Relay_Log_Pos') or 4)} LIMIT 8")
-    except Exception:  # noqa: BLE001 - a replica that cannot say: the report keeps its position only
-        return {}
-    rows = [dict(r) for r in rows]
-    for row, after in zip(rows, rows[1:] + [None]):
-        if row.get("Event_type") == "Gtid":
-            gtid = re.search(r"GTID (\d+-\d+-\d+)", str(row.get("Info") or ""))
-            size = (int(after["Pos"]) - int(row["Pos"])) if after is not None else 0
-            return {"gtid": gtid.group(1) if gtid else "",
-                    "event_pos": int(row["End_log_pos"]) - size if size else 0}
-    return {}
-
-
 def _outcome(service: DumpService, server: MariaDBServer, server_id: int, timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    stable = 0
-    result: dict[str, Any] = {"server_id": server_id, "caught_up": False, "errno": 0, "error": ""}
-    while True:
-        status = replica_status(server)
-        if status.get("Last_SQL_Errno") or (status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno")):
-            sql = bool(status.get("Last_SQL_Errno"))
-            result.update(errno=int(status["Last_SQL_Errno" if sql else "Last_IO_Errno"]),
-                          error=str(status.get("Last_SQL_Error" if sql else "Last_IO_Error") or ""),
-                          thread="SQL" if sql else "IO")
-            if sql:  # where the SQL thread stopped: the start of the failing transaction, in master coordinates
-                result.update(file=str(status.get("Relay_Master_Log_File") or ""),
-                              pos=int(status.get("Exec_Master_Log_Pos") or 0),
-                              gtid_executed=str(status.get("Gtid_Slave_Pos") or ""))
-                # Exec_Master_Log_Pos is the end of the last transaction executed, which master-side
-                # filtering may have left well before the failing one: that one is the next
-                # transaction of the replica's relay log, whose GTID event names it.
-                result.update(_failing_transaction(server, status))
-            break
-        streamed = service.streamed_to_end(server_id)
-        idle = (streamed and status.get("Slave_SQL_Running") == "Yes"
-                and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
-                and "read all relay log" in str(status.get("Slave_SQL_Running_State") or ""))
-        stable = stable + 1 if idle else 0
-        if stable >= 2:
-            result["caught_up"] = True
-            break
-        if time.monotonic() > deadline:
-            result["error"] = (f"timeout: not caught up within {timeout:.0f}s (master streamed to the end: "
-                               f"{streamed}; read {status.get('Master_Log_File')}:{status.get('Read_Master_Log_Pos')}, "
-                               f"executed {status.get('Relay_Master_Log_File')}:{status.get('Exec_Master_Log_Pos')}, "
-                               f"SQL thread: {status.get('Slave_SQL_Running_State')!r})")
-            break
-        time.sleep(0.3)
+    status = wait_fed(server, lambda: service.streamed_to_end(server_id), timeout)
+    result: dict[str, Any] = {"server_id": server_id, "caught_up": status["caught_up"], "errno": 0, "error": ""}
+    if stopped_on_error(status):
+        sql = bool(status.get("Last_SQL_Errno"))
+        result.update(errno=int(status["Last_SQL_Errno" if sql else "Last_IO_Errno"]),
+                      error=str(status.get("Last_SQL_Error" if sql else "Last_IO_Error") or ""),
+                      thread="SQL" if sql else "IO")
+        if sql:  # where the SQL thread stopped: the start of the failing transaction, in master coordinates
+            result.update(file=str(status.get("Relay_Master_Log_File") or ""),
+                          pos=int(status.get("Exec_Master_Log_Pos") or 0),
+                          gtid_executed=str(status.get("Gtid_Slave_Pos") or ""))
+            # Exec_Master_Log_Pos is the end of the last transaction executed, which master-side
+            # filtering may have left well before the failing one: that one is the next
+            # transaction of the replica's relay log, whose GTID event names it.
+            gtid = relay_group_at(server, str(status.get("Relay_Log_File") or ""), int(status.get("Relay_Log_Pos") or 4))
+            if gtid is not None:
+                result.update(gtid=gtid.gtid or "", event_pos=gtid.log_pos - gtid.size)
+    elif not status["caught_up"]:
+        result["error"] = (f"timeout: not caught up within {timeout:.0f}s (master streamed to the end: "
+                           f"{service.streamed_to_end(server_id)}; read {status.get('Master_Log_File')}:"
+                           f"{status.get('Read_Master_Log_Pos')}, executed {status.get('Relay_Master_Log_File')}:"
+                           f"{status.get('Exec_Master_Log_Pos')}, SQL thread: {status.get('Slave_SQL_Running_State')!r})")
     snap = snapshot(server)
     result["tables"] = len(snap.tables)
     result["rows"] = sum(t.row_count for t in snap.tables.values())

@@ -48,12 +48,15 @@ from dumpfilter.lab.sandbox import (
     ReplicationTimeout,
     Snapshot,
     diff_snapshots,
+    follow,
     make_replica,
-    replica_status,
+    relay_group_at,
     snapshot,
+    stopped_on_error,
     wait_caught_up,
+    wait_fed,
 )
-from dumpfilter.lab.verify.failure_gtids import apply_failure_gtid, gtid_at, relay_gtid_at
+from dumpfilter.lab.verify.failure_gtids import apply_failure_gtid, gtid_at
 from dumpfilter.lab.verify.sqlscript import Statement, split_statements
 
 if TYPE_CHECKING:
@@ -448,41 +451,25 @@ class Verification:
                  for slot, server in real}
         endpoint = MysqlEndpoint(master.service, self.mysql_listen, replicas=ReplicaMap(specs, {}))
         for _, server in real:
-            server.execute([
-                "STOP SLAVE", "RESET SLAVE ALL",
-                f"CHANGE MASTER TO MASTER_HOST='{_reachable(self.mysql_listen)}', MASTER_PORT={endpoint.port}, "
-                "MASTER_USER='repl', "
-                "MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1",
-                "START SLAVE"])
+            follow(server, _reachable(self.mysql_listen), endpoint.port)
         self.progress(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
         return endpoint
 
     def _real_replica_outcome(self, slot: _Slot, master: MasterServer) -> Outcome:
         """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
         binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
-        assert slot.real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
-        sid = slot.real.server_id
-        deadline = time.monotonic() + self.timeout
-        stable = 0
-        while True:
-            status = replica_status(slot.real)
-            if status.get("Last_SQL_Errno"):
-                return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
-                               relay_gtid_at(slot.real, str(status.get("Relay_Log_File") or ""),
-                                              int(status.get("Relay_Log_Pos") or 0)))
-            if status.get("Slave_IO_Running") == "No" and status.get("Last_IO_Errno"):
-                return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
-            idle = (master.service.streamed_to_end(sid) and status.get("Slave_SQL_Running") == "Yes"
-                    and status.get("Relay_Master_Log_File") == status.get("Master_Log_File")
-                    and status.get("Exec_Master_Log_Pos") == status.get("Read_Master_Log_Pos")
-                    and "read all relay log" in str(status.get("Slave_SQL_Running_State") or ""))
-            stable = stable + 1 if idle else 0
-            if stable >= 2:
-                return Outcome(True)
-            if time.monotonic() > deadline:
-                return Outcome(False, error=f"timeout: the real replica did not apply the stream within "
-                                            f"{self.timeout:.0f}s")
-            time.sleep(0.3)
+        real = slot.real
+        assert real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
+        status = wait_fed(real, lambda: master.service.streamed_to_end(real.server_id), self.timeout)
+        if status.get("Last_SQL_Errno"):
+            gtid = relay_group_at(real, str(status.get("Relay_Log_File") or ""), int(status.get("Relay_Log_Pos") or 0))
+            return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
+                           gtid.gtid if gtid is not None else None)
+        if stopped_on_error(status):
+            return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
+        if status["caught_up"]:
+            return Outcome(True)
+        return Outcome(False, error=f"timeout: the real replica did not apply the stream within {self.timeout:.0f}s")
 
     def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path, master: MasterServer) -> PairResult:
         spec = slot.spec

@@ -1,6 +1,6 @@
 """Which GTID a failure happened in, for `dumpfilter verify`'s verdicts: a reference replica's SQL
-error (from the primary's binlog or the replica's relay log) and a failed --apply (from the line
-`mariadb-binlog | mariadb` stopped at)."""
+error (from the primary's binlog; a replica of a filtered stream's is sandbox.relay_group_at) and a
+failed --apply (from the line `mariadb-binlog | mariadb` stopped at)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 from dumpfilter.codec import EventType, read_events
-from dumpfilter.errors import DumpFilterError
 from dumpfilter.lab.sandbox import MariaDBServer
 from dumpfilter.lab.sandbox.server import find_binary
 
@@ -30,24 +29,6 @@ def gtid_at(primary: MariaDBServer, file: str, pos: int) -> str | None:
         if event.type_code == EventType.MARIADB_GTID:
             gtid = event.gtid
     return gtid
-
-
-def relay_gtid_at(replica: MariaDBServer, relay_file: str, relay_pos: int) -> str | None:
-    """The GTID of the group a stopped SQL thread failed in: the first GTID at or after its relay
-    log position (the start of the failed group). The primary's position cannot tell it for a
-    replica of a filtered stream: Exec_Master_Log_Pos stays at the end of the last group it
-    executed, and the skipped groups after it never reached it."""
-    path = replica.datadir / Path(relay_file).name
-    if not relay_file or not path.exists():
-        return None
-    try:
-        events = read_events(path.read_bytes(), str(path), verify_checksums=False)
-    except DumpFilterError:
-        return None  # a relay log being written may end inside an event
-    for event in events:
-        if event.pos >= relay_pos and event.type_code == EventType.MARIADB_GTID:
-            return event.gtid
-    return None
 
 
 def apply_failure_gtid(relay_dir: Path, files: list[str], end_pos: int, line: int) -> str | None:

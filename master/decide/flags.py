@@ -243,7 +243,7 @@ class StatementWords:
                 for gone in [g for g in self._by_group if g not in live]:  # groups with no member left
                     del self._by_group[gone]
         members, databases_only = group
-        if framing_statement(sql):  # kept by every slave, no rule asked (TransactionFilter.lone_statement_kept)
+        if framing_statement(sql):  # kept by every slave, no rule asked (TransactionFilter.lone_text_kept)
             return sum(1 << bit for bit, _, _ in members), {}
         plain = plain_statement(sql)
         info: StatementInfo | None = None

@@ -57,7 +57,7 @@ from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are 
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
 )
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
-    FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables, _unit_tables_fast,
+    FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables,
     envelope_key, keyed_tables,
 )
 
@@ -410,9 +410,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         # rest (DDL, lone statements, statements the keys do not read) one unit at a time.
         statements = counters[0].out.statements if counters else {}
         for k in keyed_tables(units, n, keys, tables, statements):
-            u = units.unit(k)
-            if not _unit_tables_fast(buf, u.start, u.end, format_at(k), tables, statements):
-                _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
+            _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
     for counter in counters:
         counter.out.statements = counters[0].out.statements
     # Runs of units that slaves answer alike (`_SlaveCounter.run_key`: 64 candidate rule sets that

@@ -6,14 +6,11 @@ by spark_jobs.tasks.bandwidth, per chunk)."""
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
-from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.event import decode_text
-from dumpfilter.codec.format_description import FormatDescription
 
 FRAMING = ("", "(transaction framing)")  # GTID, BEGIN, annotations, XID/COMMIT of a transaction that writes no table
 OTHER = ("", "(control events)")  # FDE, Gtid_list, Rotate, Binlog_checkpoint, Stop...: the control units
@@ -62,65 +59,7 @@ _FRAMING_EVENTS = frozenset({EventType.MARIADB_GTID, EventType.GTID, EventType.A
 _FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA", "START", "SAVEPOINT", "RELEASE"})
 
 
-_CONTEXT_EVENTS = frozenset({EventType.INTVAR, EventType.RAND, EventType.USER_VAR})
 _KEY_KINDS = {1: "INSERT", 2: "REPLACE", 3: "UPDATE", 4: "DELETE", 5: "INSERT", 6: "REPLACE"}
-_EVENT_HEAD = struct.Struct("<IBIII")  # timestamp, type, server id, size, log_pos
-_QUERY_HEAD = struct.Struct("<IIBHH")  # thread id, exec time, db length, error code, status length
-
-
-def _unit_tables_fast(buf: Buffer, start: int, end: int, fmt: FormatDescription | None, tables: Tables,
-                      statements: Statements) -> bool:
-    """`_unit_tables` over the unit buf[start:end] read from its event headers, without Events:
-    the GTID, XID, annotations and context events by their header, a Query's default database
-    and text by its post-header, its tables by the core's key (`_core.statement_key`: a
-    single-table DML statement). False, with nothing counted, where the unit holds anything else
-    (a Table_map, Rows, a statement the key does not read): `_unit_tables` then reads it."""
-    if fmt is None:
-        return False
-    post, crc = fmt.post_header_len(EventType.QUERY), fmt.checksum_len
-    head, query = _EVENT_HEAD.unpack_from, _QUERY_HEAD.unpack_from
-    framing = context = 0
-    found: list[tuple[StatementGroup, int, bytes]] = []
-    at = start
-    while at + HEADER_LEN <= end:
-        _, code, _, size, _ = head(buf, at)
-        if size < HEADER_LEN or at + size > end:
-            return False
-        if code in _FRAMING_EVENTS:
-            framing += size
-        elif code in _CONTEXT_EVENTS:
-            context += size
-        elif code == EventType.QUERY:
-            _, _, db_len, _, status_len = query(buf, at + HEADER_LEN)
-            db_at = at + HEADER_LEN + post + status_len
-            sql = bytes(buf[db_at + db_len + 1:at + size - crc])
-            shape = _core.statement_key(sql)
-            if shape is None:
-                if sql.upper() in (b"BEGIN", b"COMMIT", b"ROLLBACK"):
-                    framing += size + context
-                    context = 0
-                    at += size
-                    continue
-                return False
-            kind, qualifier, table = shape
-            db = bytes(buf[db_at:db_at + db_len])
-            name = (decode_text(qualifier if qualifier is not None else db), decode_text(table))
-            found.append(((decode_text(db), _KEY_KINDS.get(kind, str(kind)), (name,), ""), size + context, sql))
-            context = 0
-        else:
-            return False
-        at += size
-    written: dict[TableName, StatementGroup | None] = {}
-    for group, _, _ in found:
-        written.setdefault(group[2][0], group)
-    share_envelope(tables, framing + context, written)
-    for group, size, sql in found:
-        got = statements.get(group)
-        if got is None:
-            statements[group] = [size, decode_text(sql)]
-        else:
-            got[0] += size
-    return True
 
 
 _NO_GROUP = (1 << 32) - 1  # a key id the core leaves to Python (`UnitList.statement_tables`)
@@ -133,8 +72,8 @@ _GROUPS_MAX = 1 << 16
 
 def _key_group(key: bytes, db: bytes, sql: bytes) -> StatementGroup | None:
     """The group of the statements of one key (its bytes `key`; a statement of it, `sql`, under
-    default database `db`): as `_unit_tables_fast` groups each (default database, kind, the table
-    it updates). Made once per key and process."""
+    default database `db`): by (default database, kind, the table it updates), as `_unit_tables`
+    groups a statement's. Made once per key and process."""
     if key in _GROUPS:
         return _GROUPS[key]
     if len(_GROUPS) >= _GROUPS_MAX:
@@ -158,7 +97,7 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     control units into OTHER, the statement units decided by keys (`UnitList.statement_units`'
     `keys`, asked for first) into `statements` and their envelopes into `tables`, by the core in
     one walk (`UnitList.statement_tables`) with each key's group made here once. Returns the
-    other units that are not fast, for `_unit_tables_fast` / `_unit_tables` one at a time."""
+    other units that are not fast, for `_unit_tables` one at a time."""
     groups: dict[StatementGroup, int] = {}
     names: dict[TableName, int] = {}
     table_of: list[int] = []

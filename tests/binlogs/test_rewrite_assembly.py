@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.binlogs import filtering
-from dumpfilter.binlogs.renaming import RenamingSink
 from dumpfilter.binlogs.sinks import FileSink
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import applied_names, event_renamer
@@ -33,8 +32,7 @@ def _filter(paths: list[Path], out: Path, rules: RuleSet, compiled: bool) -> tup
     engine = RuleEngine(rules, settings)
     renamer = event_renamer(engine, rules, settings)
     assert renamer is not None
-    sink = RenamingSink(FileSink(out), renamer, [old for old, _ in rules.rewrite_db],
-                        applied_names(engine, rules, settings) if compiled else None)
+    applied = applied_names(engine, rules, settings) if compiled else None
     stepped = []
     real = filtering._FileWalk.step
 
@@ -44,7 +42,7 @@ def _filter(paths: list[Path], out: Path, rules: RuleSet, compiled: bool) -> tup
 
     filtering._FileWalk.step = step  # type: ignore[method-assign]
     try:
-        filtering.filter_files(paths, TransactionFilter(engine), sink)
+        filtering.filter_files(paths, TransactionFilter(engine), FileSink(out), rename=renamer, applied=applied)
     finally:
         filtering._FileWalk.step = real  # type: ignore[method-assign]
     return out.read_bytes(), len(stepped)

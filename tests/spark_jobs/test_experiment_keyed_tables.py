@@ -100,16 +100,15 @@ def test_statement_units_are_tallied_by_the_core(request, which, chunk_bytes, mo
     topology = _topology(slaves)
     streamed = _streamed(src, slaves)  # before the spies: simulate counts by table with the same walk
     by_python, counted_by_python = [], []
-    real_fast, real_slow, real_unit = bandwidth._unit_tables_fast, bandwidth._unit_tables, bandwidth._SlaveCounter.unit
-    monkeypatch.setattr(bandwidth, "_unit_tables_fast", lambda *a: by_python.append(1) or real_fast(*a))
+    real_slow, real_unit = bandwidth._unit_tables, bandwidth._SlaveCounter.unit
     monkeypatch.setattr(bandwidth, "_unit_tables", lambda *a: by_python.append(1) or real_slow(*a))
     monkeypatch.setattr(bandwidth._SlaveCounter, "unit",
                         lambda self, txn, k: counted_by_python.append(self.policy_name) or real_unit(self, txn, k))
     rows = experiment_rows([src], topology.slaves, chunk_bytes)
     assert_same(streamed, rows)
-    # The per-unit Python way: the units the keys do not read, twice at most (the fast reader, then
-    # the event reader), never a statement unit (it took every one of them).
-    assert len(by_python) <= 2 * others, (len(by_python), others, keyed)
+    # The per-unit Python way: the units the keys do not read, never a statement unit (it took
+    # every one of them).
+    assert len(by_python) <= others, (len(by_python), others, keyed)
     control = units - keyed - others  # and the row-logged ones, which never went this way
     for policy in POLICIES:  # per slave, the units the core leaves: control events and DDL
         assert counted_by_python.count(policy) <= 2 * (control + others), (policy, counted_by_python.count(policy))
