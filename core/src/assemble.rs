@@ -5,16 +5,17 @@
 //! path (TransactionFilter + BinlogWriter) writes them. The decision per table comes from a keep
 //! array indexed by the scanner's name ids; the rules that fill it stay in Python.
 
+use crate::hops::events;
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
 use crate::le::u32_at;
 use crate::rename_db::{DbRenames, Renamer};
 use crate::scan::{Unit, F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MARIADB_GTID};
 use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
-use crate::split::{last_of_each_pair, seen, Seen};
+use crate::split::gtid_marks;
 use crate::stmt_units::ByKeys;
 use crate::types::*;
-use crate::unit_cut::{keep_of, partial};
+use crate::unit_cut::{answer, cut};
 
 /// Per-outcome counters, in the order Python's FilterStats adds them.
 #[derive(Debug, Default, Clone, Copy)]
@@ -36,8 +37,7 @@ pub struct Assembly {
     /// Stopped at `Options::limit`: the caller starts the next file and calls again.
     pub full: bool,
     /// With `Options::gtids`: offsets in `out` of the GTID events a series' next GTID state needs
-    /// (every MySQL one; for MariaDB the last of each (domain, server_id), in the order the pairs
-    /// first appear: Gtid_list keeps the last seq_no of each pair, in insertion order).
+    /// (`split::gtid_marks` of it).
     pub gtids: Vec<u64>,
 }
 
@@ -71,13 +71,8 @@ pub fn renumber(
     base: u64,
     crc: bool,
 ) -> (u32, Vec<usize>) {
-    let stop = stop.min(buf.len());
     let (mut at, mut last_ts, mut fdes) = (start, 0u32, Vec::new());
-    while at + HEADER_LEN <= stop {
-        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > stop {
-            break;
-        }
+    while let Some((_, size)) = events(buf, at, stop).next() {
         let end = at + size;
         let ts = u32_at(buf, at).unwrap_or(0);
         if ts != 0 {
@@ -120,17 +115,8 @@ pub fn push_renumbered(
 /// The last non-zero timestamp of the whole events in `out` (0: none): what the writer of a file
 /// dates a Rotate with after them (`BinlogWriter.last_timestamp`), as after events it wrote.
 pub fn last_timestamp(out: &[u8]) -> u32 {
-    let (mut at, mut last) = (0, 0);
-    while let (Some(ts), Some(size)) = (u32_at(out, at), u32_at(out, at + 9)) {
-        if ts != 0 {
-            last = ts;
-        }
-        if (size as usize) < HEADER_LEN {
-            break;
-        }
-        at += size as usize;
-    }
-    last
+    let stamps = events(out, 0, out.len()).filter_map(|(at, _)| u32_at(out, at));
+    stamps.filter(|ts| *ts != 0).last().unwrap_or(0)
 }
 
 /// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.
@@ -168,9 +154,8 @@ pub fn assemble(
     let mut counts = Counts::default();
     let mut i = from;
     let mut full = false;
-    let mut gtids: Vec<Seen> = Vec::new(); // the GTID events written, for `Assembly::gtids`
     let mut renamer = opt.renames.map(Renamer::new);
-    'units: while i < units.len() {
+    while i < units.len() {
         let u = &units[i];
         if u.end > buf.len() {
             break;
@@ -197,20 +182,19 @@ pub fn assemble(
         if renamed && !mariadb {
             break; // a MySQL GTID's transaction_length would change with the name
         }
-        let (all, none) = if u.flags & F_FAST != 0 {
-            if u.tables_hi as usize > tables.len() || u.tables_lo > u.tables_hi {
+        let fast = u.flags & F_FAST != 0;
+        let ids = match fast {
+            true => tables.get(u.tables_lo as usize..u.tables_hi as usize),
+            false => Some(&[][..]),
+        };
+        let Some(ids) = ids else {
+            break;
+        };
+        let (all, none) = if fast {
+            let Some(answer) = answer(ids, keep) else {
                 break;
-            }
-            let mut all = true;
-            let mut none = true;
-            for id in &tables[u.tables_lo as usize..u.tables_hi as usize] {
-                match keep_of(keep, *id) {
-                    Some(true) => none = false,
-                    Some(false) => all = false,
-                    None => break 'units,
-                }
-            }
-            (all, none)
+            };
+            answer
         } else {
             match answers.get(i) {
                 Some(&KEEP_KEEP) => (true, false),
@@ -234,7 +218,6 @@ pub fn assemble(
         if out.capacity() == 0 && (all || ((mariadb || mysql) && opt.renumber)) {
             out.reserve(buf.len().saturating_sub(u.start)); // a unit this call handles
         }
-        let written_at = out.len() as u64;
         // A unit done: its outcome's counters added (the unit, its events and bytes, then what
         // went out of it: `$out`), its keys' uses counted where keys decided it, the next unit.
         macro_rules! done {
@@ -251,9 +234,6 @@ pub fn assemble(
             }};
         }
         if all {
-            if opt.gtids && u.gtid_size > 0 {
-                gtids.push(seen(u, written_at));
-            }
             if let (true, Some(r)) = (renamed, renamer.as_ref()) {
                 if !opt.renumber {
                     break; // (a relay log's units keep the master's coordinates: the slave's run)
@@ -273,26 +253,27 @@ pub fn assemble(
         if !(mariadb || mysql) || !opt.renumber {
             break; // relay logs: the reference framing
         }
-        let gtid_end = u.start + u.gtid_size as usize;
         if none {
             if !opt.empty_keep {
                 done!(counts.skipped, []);
             }
             // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
-            let written = if mariadb {
-                push_emptied(&mut out, &buf[u.start..gtid_end], out_pos, source_pos, opt)
-                    .map(|n| (n, 2))
+            let (at, raw) = (out.len(), &buf[u.start..u.end]);
+            let events_out = if mariadb {
+                let gtid_size = u.gtid_size as usize;
+                skip_forms::empty_at(raw, gtid_size, opt.crc, Some(out_pos), Some(&mut out))
+                    .map(|_| 2)
             } else {
-                let mut made = Vec::new();
-                skip_forms::mysql::empty_transaction(&buf[u.start..u.end], opt.crc, &mut made)
-                    .map(|()| (push_made(&mut out, &made, out_pos, opt.crc), 3))
+                let made = skip_forms::mysql::empty_transaction(raw, opt.crc, &mut out);
+                let end = out.len();
+                made.map(|()| renumber(&mut out, at, end, out_pos, opt.crc))
+                    .map(|_| 3)
             };
-            let Some((written, events_out)) = written else {
+            let Some(events_out) = events_out else {
+                out.truncate(at);
                 break;
             };
-            if opt.gtids {
-                gtids.push(seen(u, written_at));
-            }
+            let written = (out.len() - at) as u64;
             out_pos += written;
             done!(counts.emptied, [events_out, written]);
         }
@@ -308,96 +289,25 @@ pub fn assemble(
             };
             p
         } else {
-            // A MySQL fast unit opens with a BEGIN after its GTID: framing, kept with the GTID.
-            let head = if mariadb {
-                Some(gtid_end)
-            } else {
-                skip_forms::mysql::head_end(buf, gtid_end, u.end)
-            };
-            let ids = &tables[u.tables_lo as usize..u.tables_hi as usize];
-            let Some(p) = head.and_then(|h| partial(buf, u.start, u.end, h, u.events, ids, keep))
-            else {
+            let Some(p) = cut(buf, u, ids, keep, opt.crc) else {
                 break;
             };
             p
         };
-        if opt.gtids {
-            gtids.push(seen(u, written_at));
-        }
-        let written = if mariadb {
-            push_made(&mut out, &joined, out_pos, opt.crc)
-        } else {
-            let mut made = Vec::with_capacity(joined.len() + 8);
-            if skip_forms::mysql::with_length(&joined, opt.crc, &mut made).is_none() {
-                break;
-            }
-            push_made(&mut out, &made, out_pos, opt.crc)
-        };
+        let written = push_made(&mut out, &joined, out_pos, opt.crc);
         out_pos += written;
         done!(counts.partial, [events_out, written]);
     }
+    let gtids = match opt.gtids {
+        true => gtid_marks(&out, 0, out.len()),
+        false => Vec::new(),
+    };
     Assembly {
         out,
         next: i,
         out_pos,
         counts,
         full,
-        gtids: last_of_each_pair(gtids),
+        gtids,
     }
-}
-
-/// An emptied MariaDB group at output offset `out_pos`, as TransactionFilter._empty_transaction
-/// and the writer make it: its GTID `g` (log_pos renumbered; FL_STANDALONE and FL_DDL cleared,
-/// since a standalone GTID would make the applier take the COMMIT for a second group and FL_DDL
-/// would serialise parallel replication around a statement that is gone) and a COMMIT Query
-/// with the GTID's timestamp and server id. Returns the bytes written; None if `g` is too short.
-fn push_emptied(
-    out: &mut Vec<u8>,
-    g: &[u8],
-    out_pos: u64,
-    source_pos: u64,
-    opt: &Options,
-) -> Option<u64> {
-    let crc_len = if opt.crc { 4 } else { 0 };
-    let (ts, sid, log_pos) = (u32_at(g, 0)?, u32_at(g, 5)?, u32_at(g, 13)?);
-    let flags2 = *g.get(HEADER_LEN + 12)?;
-    if g.len() < HEADER_LEN + 13 + crc_len {
-        return None;
-    }
-    let gsize = g.len() as u64;
-    let csize = (HEADER_LEN + COMMIT_BODY.len() + crc_len) as u64;
-    let renumber = log_pos != 0;
-    let gtid_out_end = if renumber { out_pos } else { source_pos } + gsize;
-    let g0 = out.len();
-    out.extend_from_slice(g);
-    let cleared = flags2 & !(MARIADB_FL_STANDALONE | MARIADB_FL_DDL);
-    let mut changed = cleared != flags2;
-    out[g0 + HEADER_LEN + 12] = cleared;
-    if renumber && out_pos != source_pos {
-        out[g0 + 13..g0 + 17].copy_from_slice(&((out_pos + gsize) as u32).to_le_bytes());
-        changed = true;
-    }
-    if changed && opt.crc {
-        let end = out.len();
-        let c = crc32fast::hash(&out[g0..end - 4]);
-        out[end - 4..end].copy_from_slice(&c.to_le_bytes());
-    }
-    let c0 = out.len();
-    out.extend_from_slice(&ts.to_le_bytes());
-    out.push(QUERY);
-    out.extend_from_slice(&sid.to_le_bytes());
-    out.extend_from_slice(&(csize as u32).to_le_bytes());
-    let clp = if log_pos != 0 {
-        (gtid_out_end + csize) as u32
-    } else {
-        0
-    };
-    out.extend_from_slice(&clp.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out.extend_from_slice(COMMIT_BODY);
-    if opt.crc {
-        let c = crc32fast::hash(&out[c0..]);
-        out.extend_from_slice(&c.to_le_bytes());
-    }
-    Some(gsize + csize)
 }

@@ -106,6 +106,14 @@ fn multmodp(t: &Tables, a: u32, b: u32) -> u32 {
 }
 
 /// x^(8n) mod P.
+/// The CRC32 of out[at..] (an event made whole but for it), appended when the binlog carries them.
+pub(crate) fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
+    if crc {
+        let c = crc32fast::hash(&out[at..]);
+        out.extend_from_slice(&c.to_le_bytes());
+    }
+}
+
 #[cfg(test)]
 fn xpow8(t: &Tables, n: usize) -> u32 {
     if let Some(p) = t.xpow.get(n) {

@@ -1,5 +1,6 @@
 //! Walks that only hop from event header to event header, for one question each: a fast
-//! unit's statements, the benchmarks' baseline, whether a file holds another server's positions.
+//! unit's statements, the benchmarks' baseline, whether a file holds another server's positions;
+//! and the hop itself (`events`), which the walks over a unit's or a buffer's events take.
 
 use crate::le::{u16_at, u32_at};
 use crate::types::*;
@@ -54,19 +55,43 @@ pub fn head_end(buf: &[u8], gtid_end: usize, end: usize) -> Option<usize> {
         .then_some(gtid_end + size)
 }
 
+/// The events of buf[at..end) back to back, from header to header, as (offset, size): whole
+/// events at least a header long, up to the first that is not. `at` is where the hop stands:
+/// `end` when the events tile the range.
+pub struct Events<'a> {
+    buf: &'a [u8],
+    pub at: usize,
+    end: usize,
+}
+
+/// `Events` of buf[at..end).
+pub fn events(buf: &[u8], at: usize, end: usize) -> Events<'_> {
+    let end = end.min(buf.len());
+    Events { buf, at, end }
+}
+
+impl Iterator for Events<'_> {
+    type Item = (usize, usize);
+
+    #[inline]
+    fn next(&mut self) -> Option<(usize, usize)> {
+        let size = u32_at(self.buf, self.at.checked_add(9)?)? as usize;
+        let end = self.at.checked_add(size)?;
+        if size < HEADER_LEN || end > self.end {
+            return None;
+        }
+        let event = (self.at, size);
+        self.at = end;
+        Some(event)
+    }
+}
+
 /// The benchmarks' baseline: a bare header hop over buf[off..] (no CRC, no grouping, no
 /// checks beyond bounds). Returns (events, stop).
 pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {
-    let (mut n, mut at) = (0u64, off);
-    while at + HEADER_LEN <= buf.len() {
-        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > buf.len() {
-            break;
-        }
-        n += 1;
-        at += size;
-    }
-    (n, at)
+    let mut hops = events(buf, off, buf.len());
+    let n = hops.by_ref().count() as u64;
+    (n, hops.at)
 }
 
 /// Whether an event of buf[off..] carries a log_pos that is neither 0 nor its own end offset:
@@ -74,17 +99,8 @@ pub fn hop(buf: &[u8], off: usize) -> (u64, usize) {
 /// the event's end, or 0 for artificial and MariaDB 11.4+ in-group events). Stops at the first
 /// partial or impossible event.
 pub fn foreign_log_pos(buf: &[u8], off: usize) -> bool {
-    let mut at = off;
-    while at + HEADER_LEN <= buf.len() {
-        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > buf.len() {
-            break;
-        }
+    events(buf, off, buf.len()).any(|(at, size)| {
         let log_pos = u32_at(buf, at + 13).unwrap_or(0) as usize;
-        if log_pos != 0 && log_pos != at + size {
-            return true;
-        }
-        at += size;
-    }
-    false
+        log_pos != 0 && log_pos != at + size
+    })
 }

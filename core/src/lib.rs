@@ -34,6 +34,7 @@ pub mod stmt_keys;
 pub mod stmt_units;
 pub mod stretch;
 pub mod tally;
+pub mod trx_length;
 pub mod types;
 pub mod unit_cut;
 pub mod unit_gtids;

@@ -15,7 +15,7 @@
 
 use std::ops::Range;
 
-use crate::keep::KEEP_KEEP;
+use crate::hops;
 use crate::le::u32_at;
 use crate::rename_db::{write, DbRenames, Edit, Renamer};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_HOLES, F_MARIADB_GTID, F_PLACEHOLDERS};
@@ -28,6 +28,7 @@ use crate::stmt::framing;
 use crate::stmt_units::ByKeys;
 use crate::stretch::inner;
 use crate::types::{COMMIT_BODY, HEADER_LEN, HEARTBEAT, HEARTBEAT_V2, MARIADB_GTID, XID};
+use crate::unit_cut::answer;
 
 /// A piece of a relay run's output: a range of the buffer (the units' bytes as they came, no
 /// renumbering: a relay log keeps the master's coordinates; under replicate-rewrite-db, with the
@@ -190,24 +191,17 @@ pub fn placeholder_unit(buf: &[u8], u: &Unit) -> Option<PlaceholderUnit> {
                 holes: u64::from(u.events - 2),
             });
     }
-    let (mut p, mut holes) = (gtid, 0u64);
-    while p < raw.len() {
-        let size = u32_at(raw, p + 9)? as usize;
-        if size < HEADER_LEN || p + size > raw.len() {
-            return None;
-        }
+    for (holes, (p, size)) in hops::events(raw, gtid, raw.len()).enumerate() {
         if p + size == raw.len() {
             return (*raw.get(p + 4)? == XID && holes > 0).then_some(PlaceholderUnit {
                 gtid: (u.start, u.start + gtid),
                 xid: (u.start + p, u.end),
-                holes,
+                holes: holes as u64,
             });
         }
         if !is_placeholder(raw, p) {
             return None;
         }
-        holes += 1;
-        p += size;
     }
     None
 }
@@ -253,23 +247,17 @@ fn framing_only(buf: &[u8], u: &Unit, f: LoneFormat) -> bool {
     let Some(raw) = buf.get(u.start..u.end) else {
         return false;
     };
-    let mut p = u.gtid_size as usize;
-    while p < raw.len() {
-        let Some(event) =
-            u32_at(raw, p + 9).and_then(|size| raw.get(p..p.checked_add(size as usize)?))
-        else {
-            return false;
-        };
-        let framed = event.len() >= HEADER_LEN
-            && (event[4] == XID
-                || query_ranges(event, 0, f.query_post, f.crc_len)
-                    .is_some_and(|(_, sql)| framing(&event[sql]) == Some(true)));
+    let mut walk = hops::events(raw, u.gtid_size as usize, raw.len());
+    for (p, size) in walk.by_ref() {
+        let event = &raw[p..p + size];
+        let framed = event[4] == XID
+            || query_ranges(event, 0, f.query_post, f.crc_len)
+                .is_some_and(|(_, sql)| framing(&event[sql]) == Some(true));
         if !framed || is_placeholder(raw, p) {
             return false;
         }
-        p += event.len();
     }
-    p == raw.len() && p > u.gtid_size as usize
+    walk.at == raw.len() && walk.at > u.gtid_size as usize
 }
 
 /// A MySQL unit the placeholder policy sent for a skipped one: its GTID, RAND placeholders, and
@@ -292,12 +280,13 @@ fn mysql_placeholder_unit(
         return None;
     }
     let raw = buf.get(u.start..u.end)?;
-    let (mut p, mut holes, mut events) = (u32_at(raw, 9)? as usize, 0u64, 1u64);
-    while p < raw.len() {
-        let size = u32_at(raw, p + 9)? as usize;
-        let event = raw
-            .get(p..p.checked_add(size)?)
-            .filter(|_| size >= HEADER_LEN)?;
+    let (mut walk, mut holes, mut events) = (
+        hops::events(raw, u32_at(raw, 9)? as usize, raw.len()),
+        0u64,
+        1u64,
+    );
+    for (p, size) in walk.by_ref() {
+        let event = &raw[p..p + size];
         if is_placeholder(raw, p) {
             holes += 1;
         } else {
@@ -310,11 +299,10 @@ fn mysql_placeholder_unit(
             }
             events += 1;
         }
-        p += size;
     }
     // A skipped DDL's GTID and placeholder: no event ends it, so the scanner's unit is not
     // complete (it ends where the next GTID begins); Python's grouper takes it as a group.
-    if holes == 0 || (u.flags & F_COMPLETE == 0 && events > 1) {
+    if walk.at != raw.len() || holes == 0 || (u.flags & F_COMPLETE == 0 && events > 1) {
         return None;
     }
     let at = own.len();
@@ -343,21 +331,18 @@ fn holed_unit(
         return false;
     }
     // (a unit of framing and placeholders alone names no table: see placeholder_unit)
-    let kept = u.tables_hi > u.tables_lo && tables_kept(u, tables, keep) == Some(true);
+    let kept = u.tables_hi > u.tables_lo && tables_kept(u, tables, keep);
     let Some(raw) = buf.get(u.start..u.end).filter(|_| kept) else {
         return false;
     };
-    let (mut p, mut holes, mut events) = (0, 0u64, 0u64);
-    while p < raw.len() {
-        let Some(size) = u32_at(raw, p + 9).map(|s| s as usize) else {
-            return false;
-        };
-        if size < HEADER_LEN || p + size > raw.len() {
-            return false;
-        }
+    let mut walk = hops::events(raw, 0, raw.len());
+    let (mut holes, mut events) = (0u64, 0u64);
+    for (p, _) in walk.by_ref() {
         let hole = is_placeholder(raw, p);
         (holes, events) = (holes + u64::from(hole), events + u64::from(!hole));
-        p += size;
+    }
+    if walk.at != raw.len() {
+        return false;
     }
     if u.flags & F_MARIADB_GTID == 0 {
         let at = plan.own.len();
@@ -367,15 +352,10 @@ fn holed_unit(
         }
         plan.made(at);
     } else {
-        let mut p = 0; // (the hops checked above)
-        while let Some(size) = u32_at(raw, p + 9)
-            .map(|s| s as usize)
-            .filter(|_| p < raw.len())
-        {
+        for (p, size) in hops::events(raw, 0, raw.len()) {
             if !is_placeholder(raw, p) {
                 plan.push(u.start + p, u.start + p + size);
             }
-            p += size;
         }
     }
     plan.units += 1;
@@ -385,13 +365,11 @@ fn holed_unit(
 }
 
 /// Whether the slave's own rules keep every table of the unit's Table_maps (`tables[lo..hi]`,
-/// `keep` one byte per name id); None where its record's range is not in `tables`.
-fn tables_kept(u: &Unit, tables: &[u32], keep: &[u8]) -> Option<bool> {
-    let ids = tables.get(u.tables_lo as usize..u.tables_hi as usize)?;
-    Some(
-        ids.iter()
-            .all(|id| keep.get(*id as usize) == Some(&KEEP_KEEP)),
-    )
+/// `keep` one byte per name id; not where its record's range is not in `tables`).
+fn tables_kept(u: &Unit, tables: &[u32], keep: &[u8]) -> bool {
+    let ids = tables.get(u.tables_lo as usize..u.tables_hi as usize);
+    ids.and_then(|ids| answer(ids, keep))
+        .is_some_and(|(all, _)| all)
 }
 
 /// Works out the relay run of units[from..] of `buf` (the buffer they were scanned from; `tables` the
@@ -496,7 +474,7 @@ pub fn relay_ranges<'r>(
         }
         let taken = 'take: {
             if u.flags & F_FAST != 0 {
-                if !tables_kept(u, tables, keep).unwrap_or(false) {
+                if !tables_kept(u, tables, keep) {
                     break 'take false;
                 }
             } else {

@@ -1,6 +1,6 @@
 //! What one slave's stream sends of a segment of the master's binlog, assembled in one call per
 //! batch: runs of units kept whole (one copy of their bytes), MariaDB units kept in part (whole
-//! statements dropped, see `unit_cut::partial`), and for each stretch of skipped units one
+//! statements dropped, see `unit_cut::cut`), and for each stretch of skipped units one
 //! Heartbeat event naming where the stretch ends, as `master`'s stream loop did unit run by unit
 //! run in Python. The segment (`unit_list::UnitList`) is built once from the scanner's records
 //! and shared by every stream; per stream there is only its answer byte per unit (`rows`) and
@@ -509,22 +509,15 @@ fn cut(
             let (parts, events) = unit_cut.parts(keep)?;
             return Some((Cut::Parts(parts), events));
         }
-        true => {
-            let (parts, events) = plan.unit_cut(i, buf)?.parts(keep)?;
-            let mut joined = Vec::with_capacity(unit.end() - unit.start());
-            for (a, b) in parts {
-                joined.extend_from_slice(buf.get(a..b)?);
-            }
-            (joined, events)
-        }
+        true => plan.unit_cut(i, buf)?.joined(buf, keep)?,
     };
     if mariadb {
         return Some((Cut::Bytes(joined), events));
     }
     // A MySQL unit keeps its BEGIN with its GTID, whose transaction_length counts what is left:
-    // made anew (skip_forms::mysql::with_length), as `filter` writes it.
+    // made anew (trx_length::with_length), as `filter` writes it.
     let mut made = Vec::with_capacity(joined.len() + 8);
-    skip_forms::mysql::with_length(&joined, opt.heartbeat_crc, &mut made)?;
+    crate::trx_length::with_length(&joined, opt.heartbeat_crc, &mut made)?;
     Some(match opt.count_only {
         true => (Cut::Size(made.len() as u64), events),
         false => (Cut::Bytes(made), events),

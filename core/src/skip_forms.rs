@@ -9,6 +9,7 @@
 //! `skip_forms/mysql.rs`. Any other unit ends the walk, and the caller's per-unit way sends what
 //! its policy says.
 
+use crate::crc::seal;
 use crate::le::u32_at;
 use crate::rows::{ROW_PARTIAL, ROW_SKIP};
 use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
@@ -239,6 +240,19 @@ pub(crate) fn empty(
     crc: bool,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
+    empty_at(raw, gtid_size, crc, None, out)
+}
+
+/// `empty`, or with `at` as `filter` writes it at output offset `at`: each event's log_pos its
+/// end offset there (but where the GTID's is 0: MariaDB 11.4+ in-group numbering), the COMMIT's
+/// CRC made once.
+pub(crate) fn empty_at(
+    raw: &[u8],
+    gtid_size: usize,
+    crc: bool,
+    at: Option<u64>,
+    out: Option<&mut Vec<u8>>,
+) -> Option<Form> {
     let gtid = raw.get(..gtid_size)?;
     let crc_len = if crc { 4 } else { 0 };
     if gtid_size < HEADER_LEN + 13 + crc_len {
@@ -247,20 +261,29 @@ pub(crate) fn empty(
     let commit = made_query_len(COMMIT_BODY, crc);
     if let Some(out) = out {
         // (read only where the form is made: a count reads no byte past the GTID's type)
+        let log_pos = u32_at(gtid, 13)?;
+        let (gtid_pos, commit_pos) = match at {
+            Some(at) if log_pos != 0 => (at + gtid_size as u64, at + (gtid_size + commit) as u64),
+            _ => (log_pos.into(), log_pos.into()),
+        };
+        let mut head = [0u8; HEADER_LEN]; // (what the COMMIT is dated and numbered with)
+        head.copy_from_slice(&gtid[..HEADER_LEN]);
+        head[13..17].copy_from_slice(&(commit_pos as u32).to_le_bytes());
         let flags2 = gtid[HEADER_LEN + 12];
         let standalone = MARIADB_FL_STANDALONE | MARIADB_FL_DDL;
-        if flags2 & standalone != 0 {
+        if flags2 & standalone != 0 || gtid_pos as u32 != log_pos {
             // A filtered DDL becomes an ordinary empty group closed by COMMIT: a standalone GTID
             // would make the applier take the COMMIT for a second group, and FL_DDL would make
             // parallel replication serialise around a statement that is gone.
             let at = out.len();
             out.extend_from_slice(&gtid[..gtid_size - crc_len]);
             out[at + HEADER_LEN + 12] = flags2 & !standalone;
+            out[at + 13..at + 17].copy_from_slice(&(gtid_pos as u32).to_le_bytes());
             seal(out, at, crc);
         } else {
             out.extend_from_slice(gtid);
         }
-        empty_commit(gtid, crc, out);
+        empty_commit(&head, crc, out);
     }
     Some(Form {
         bytes: (gtid_size + commit) as u64,
@@ -288,14 +311,6 @@ pub fn empty_transactions(gtids: &[u8], crc: bool, out: &mut [u8]) {
         out[at..made].copy_from_slice(g);
         made_query_into(g, COMMIT_BODY, crc, &mut out[made..next]);
         (p, at) = (p + g.len().max(1), next);
-    }
-}
-
-/// The CRC32 of out[at..], appended when the binlog carries them.
-fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
-    if crc {
-        let c = crc32fast::hash(&out[at..]);
-        out.extend_from_slice(&c.to_le_bytes());
     }
 }
 

@@ -1,7 +1,7 @@
 //! Split's routing walk (issue #40): the fast MariaDB ROW units of one scanned buffer cut into
 //! one copy per output in a single pass, each output's keep bytes indexed by the scanner's name
 //! ids (the decisions stay in Python: rules.decider.TableKeeps). A copy is the unit whole, the
-//! unit without its statements whose tables the output does not keep (`unit_cut::partial`), or
+//! unit without its statements whose tables the output does not keep (`unit_cut::cut`), or
 //! nothing; bytes as the source holds them (the series writer renumbers them), as split's
 //! `encode_unit` of the reference path's events gives them. Also the GTID events a series'
 //! next GTID state needs from a run of whole units (`gtid_marks`). Statement units (MariaDB's
@@ -10,15 +10,14 @@
 //! Fast MySQL ROW units (GTID, BEGIN, statements, XID) too, their copies made by `split_mysql`
 //! (transaction_length, by schema the BEGIN's default database).
 
-use crate::keep::{KEEP_DROP, KEEP_KEEP};
+use crate::hops::events;
 use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::sent::Sent;
-use crate::skip_forms::mysql::head_end;
 use crate::split_mysql::{is_mysql_unit, MysqlRoute};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::*;
-use crate::unit_cut::partial;
+use crate::unit_cut::{answer, body_start, cut};
 
 /// What `route` wrote: per output its bytes as pieces (ranges of the buffer, part 0, and the
 /// partly kept units' bytes: `Sent::fill` copies them into its bytes once) and each unit's end
@@ -28,9 +27,6 @@ pub struct Routed {
     pub next: usize,
     pub outs: Vec<Sent>,
     pub ends: Vec<Vec<u64>>,
-    /// Per output, the GTID events its next series file's state needs (`gtid_marks` of its
-    /// bytes, from the unit records).
-    pub marks: Vec<Vec<u64>>,
     /// Units written to two outputs or more among the `counted` ones.
     pub multi: u64,
     /// Units written to no counted output (by --map without an unassigned output: the units
@@ -42,15 +38,6 @@ enum Copy {
     Whole,
     Part(Vec<u8>),
     Nothing,
-}
-
-/// A GTID event written: its offset, and its MariaDB (domain, server_id) (None: MySQL).
-pub(crate) type Seen = (u64, Option<(u32, u32)>);
-
-/// Unit `u`'s GTID event written at `at`.
-pub(crate) fn seen(u: &Unit, at: u64) -> Seen {
-    let mariadb = u.flags & F_MARIADB_GTID != 0;
-    (at, mariadb.then_some((u.gtid_domain, u.gtid_server)))
 }
 
 const ROUTED: u32 = F_FAST | F_COMPLETE;
@@ -129,7 +116,6 @@ pub fn route(
     let n = keeps.len();
     let mut outs: Vec<Sent> = (0..n).map(|_| Sent::default()).collect();
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
-    let mut pairs: Vec<Vec<Seen>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
     let (mut multi, mut none) = (0u64, 0u64);
     let mut i = from;
@@ -159,54 +145,43 @@ pub fn route(
                 break;
             }
             let ids = &tables[lo..hi];
-            // A MySQL unit's BEGIN is framing: kept with its GTID.
-            let head = match my {
-                None => u.start + u.gtid_size as usize,
-                Some(_) => match head_end(buf, u.start + u.gtid_size as usize, u.end) {
-                    Some(h) => h,
-                    None => break,
-                },
-            };
+            // A MySQL unit's BEGIN is framing: kept with its GTID (`unit_cut::cut`).
+            if my.is_some() && body_start(buf, u.start, u.gtid_size, u.end, u.flags).is_none() {
+                break;
+            }
+            let crc = my.is_some_and(|m| m.crc);
             for (o, keep) in keeps.iter().enumerate() {
-                let (mut all, mut nothing) = (true, true);
-                for id in ids {
-                    match keep.get(*id as usize) {
-                        Some(&KEEP_DROP) => all = false,
-                        Some(&KEEP_KEEP) => nothing = false,
-                        _ => break 'units,
-                    }
+                let Some((all, nothing)) = answer(ids, keep) else {
+                    break 'units;
+                };
+                let mut copy = match (all, nothing) {
+                    (true, _) => Copy::Whole,
+                    (_, true) => Copy::Nothing,
+                    // (None: a statement partly kept, whose STMT_END_F would move)
+                    _ => match cut(buf, u, ids, keep, crc) {
+                        Some((bytes, _)) => Copy::Part(bytes),
+                        None => break 'units,
+                    },
+                };
+                // A MySQL copy's BEGIN may take the output's schema (`MysqlRoute::copy`).
+                let bytes = match &copy {
+                    Copy::Part(bytes) => &bytes[..],
+                    _ => &buf[u.start..u.end],
+                };
+                match my.filter(|_| !nothing).map(|m| m.copy(bytes, o)) {
+                    Some(None) => break 'units,
+                    Some(Some(Some(made))) => copy = Copy::Part(made),
+                    _ => {}
                 }
-                copies.push(if all {
-                    match my.map(|m| m.whole(buf, u, head, o)) {
-                        None | Some(Ok(None)) => Copy::Whole,
-                        Some(Ok(Some(bytes))) => Copy::Part(bytes),
-                        Some(Err(())) => break 'units,
-                    }
-                } else if nothing {
-                    Copy::Nothing
-                } else {
-                    let cut = partial(buf, u.start, u.end, head, u.events, ids, keep);
-                    match (cut, my) {
-                        (Some((bytes, _)), None) => Copy::Part(bytes),
-                        (Some((bytes, _)), Some(m)) => match m.part(&bytes, o) {
-                            Some(bytes) => Copy::Part(bytes),
-                            None => break 'units,
-                        },
-                        (None, _) => break 'units, // a statement partly kept: its STMT_END_F moves
-                    }
-                });
+                copies.push(copy);
             }
         }
         let mut counted_n = 0;
         for (o, copy) in copies.drain(..).enumerate() {
-            pairs[o].push(seen(u, outs[o].out_len as u64));
             match copy {
                 Copy::Whole => outs[o].buf_piece(0, u.start, u.end), // a run of units: one piece
                 Copy::Part(bytes) => outs[o].own_piece(&bytes),
-                Copy::Nothing => {
-                    pairs[o].pop();
-                    continue;
-                }
+                Copy::Nothing => continue,
             }
             ends[o].push(bases.get(o).copied().unwrap_or(0) + outs[o].out_len as u64);
             if counted.get(o).copied().unwrap_or(true) {
@@ -221,7 +196,6 @@ pub fn route(
         next: i,
         outs,
         ends,
-        marks: pairs.into_iter().map(last_of_each_pair).collect(),
         multi,
         none,
     }
@@ -233,46 +207,28 @@ pub fn route(
 /// appears (a Gtid_list keeps the last seq_no of each pair, in insertion order). Stops at an
 /// event that does not fit.
 pub fn gtid_marks(buf: &[u8], start: usize, stop: usize) -> Vec<u64> {
-    let stop = stop.min(buf.len());
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut at = start;
-    while at + HEADER_LEN <= stop {
-        let size = u32_at(buf, at + 9).unwrap_or(0) as usize;
-        if size < HEADER_LEN || at + size > stop {
-            break;
-        }
+    let mut out = Vec::new();
+    // Where each MariaDB (domain, server_id) was placed in `out`, and the last GTID's.
+    let mut placed: std::collections::HashMap<(u32, u32), usize> = Default::default();
+    let mut prev: Option<((u32, u32), usize)> = None;
+    for (at, _) in events(buf, start, stop) {
         let t = buf[at + 4];
         if t == MARIADB_GTID {
             let server = u32_at(buf, at + 5).unwrap_or(0);
             let domain = u32_at(buf, at + HEADER_LEN + 8).unwrap_or(0);
-            seen.push((at as u64, Some((domain, server))));
+            let pair = (domain, server);
+            // (a run of one pair's GTIDs, the common case, hashes its pair once)
+            let slot = match prev {
+                Some((p, slot)) if p == pair => slot,
+                _ => *placed.entry(pair).or_insert_with(|| {
+                    out.push(0);
+                    out.len() - 1
+                }),
+            };
+            out[slot] = at as u64;
+            prev = Some((pair, slot));
         } else if matches!(t, GTID | ANONYMOUS_GTID | GTID_TAGGED) {
-            seen.push((at as u64, None));
-        }
-        at += size;
-    }
-    last_of_each_pair(seen)
-}
-
-/// The offsets of `seen` (offset, MariaDB (domain, server_id) or None for MySQL) a GTID state
-/// needs: every MySQL one, and the last of each MariaDB pair, placed where the pair first appears.
-pub(crate) fn last_of_each_pair(seen: Vec<Seen>) -> Vec<u64> {
-    let mut last: std::collections::HashMap<(u32, u32), u64> = Default::default();
-    for (at, pair) in &seen {
-        if let Some(p) = pair {
-            last.insert(*p, *at);
-        }
-    }
-    let mut placed: std::collections::HashSet<(u32, u32)> = Default::default();
-    let mut out = Vec::with_capacity(seen.len().min(last.len() + 16));
-    for (at, pair) in seen {
-        match pair {
-            None => out.push(at),
-            Some(p) => {
-                if placed.insert(p) {
-                    out.push(last[&p]);
-                }
-            }
+            out.push(at as u64);
         }
     }
     out

@@ -8,9 +8,10 @@
 //! again. Whole copies otherwise keep their bytes, transaction_length included. Anything that does
 //! not read as Python reads it is declined (None): the Router routes that unit.
 
+use crate::hops::head_end;
 use crate::le::{u16_at, u32_at};
-use crate::scan::{Unit, F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
-use crate::skip_forms::mysql::with_length;
+use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
+use crate::trx_length::with_length;
 use crate::types::HEADER_LEN;
 
 /// How a scan's MySQL units are copied: whether events carry a CRC32, the Query post-header's
@@ -83,54 +84,23 @@ impl MysqlRoute<'_> {
         Some(())
     }
 
-    /// `joined` (a GTID event, a BEGIN, then the rest) with the BEGIN's default database `db`
-    /// and the GTID's transaction_length counting the new size.
-    fn retargeted(&self, joined: &[u8], db: &[u8]) -> Option<Vec<u8>> {
+    /// Output `o`'s copy of `joined` (a GTID event, a BEGIN, then the rest, its GTID's
+    /// transaction_length counting them: a whole unit, or one `unit_cut::cut` cut): None where
+    /// it is declined, Some(None) where its bytes stay as they are, else its bytes with the
+    /// BEGIN's default database the output's schema and transaction_length fixed again.
+    pub fn copy(&self, joined: &[u8], o: usize) -> Option<Option<Vec<u8>>> {
         let g = u32_at(joined, 9)? as usize;
-        let b = g + u32_at(joined, g + 9)? as usize;
-        let begin = joined.get(g..b)?;
+        let b = head_end(joined, g, joined.len())?;
+        let Some(db) = self.retarget(&joined[g..b], o)? else {
+            return Some(None);
+        };
         let mut made = Vec::with_capacity(joined.len() + db.len());
         made.extend_from_slice(&joined[..g]);
-        self.with_db(begin, db, &mut made)?;
+        self.with_db(&joined[g..b], db, &mut made)?;
         made.extend_from_slice(&joined[b..]);
         let mut out = Vec::with_capacity(made.len() + 8);
         with_length(&made, self.crc, &mut out)?;
-        Some(out)
-    }
-
-    /// Output `o`'s copy of the whole unit buf[u.start..u.end] (BEGIN ending at `head`): None
-    /// where the bytes stay as they are, Some(bytes) where its BEGIN is retargeted; Err(()):
-    /// declined.
-    #[allow(clippy::result_unit_err)]
-    pub fn whole(
-        &self,
-        buf: &[u8],
-        u: &Unit,
-        head: usize,
-        o: usize,
-    ) -> Result<Option<Vec<u8>>, ()> {
-        let gtid_end = u.start + u.gtid_size as usize;
-        match self.retarget(&buf[gtid_end..head], o).ok_or(())? {
-            None => Ok(None),
-            Some(db) => self
-                .retargeted(&buf[u.start..u.end], db)
-                .map(Some)
-                .ok_or(()),
-        }
-    }
-
-    /// Output `o`'s copy of a unit cut at its statements (`cut`: its GTID, BEGIN and the kept
-    /// events, as the source holds them): transaction_length fixed, then by schema the BEGIN
-    /// retargeted (and the length fixed again, as `_retarget` fixes TransactionFilter's copy).
-    pub fn part(&self, cut: &[u8], o: usize) -> Option<Vec<u8>> {
-        let mut fixed = Vec::with_capacity(cut.len() + 8);
-        with_length(cut, self.crc, &mut fixed)?;
-        let g = u32_at(&fixed, 9)? as usize;
-        let b = g + u32_at(&fixed, g + 9)? as usize;
-        match self.retarget(fixed.get(g..b)?, o)? {
-            None => Some(fixed),
-            Some(db) => self.retargeted(&fixed, db),
-        }
+        Some(Some(out))
     }
 }
 

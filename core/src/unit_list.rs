@@ -8,15 +8,13 @@ use std::ops::Range;
 use std::sync::OnceLock;
 
 use crate::heartbeat::Heartbeats;
-use crate::hops::{head_end, statements};
+use crate::hops::statements;
 use crate::le::u32_at;
 use crate::rows::rows_many;
-use crate::scan::{
-    Unit, CONTROL, F_ANONYMOUS_GTID, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_ROTATE_END,
-};
+use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN};
-use crate::unit_cut::UnitCut;
+use crate::unit_cut::{body_start, UnitCut};
 use crate::unit_gtids::UnitGtids;
 
 /// A unit's record as the list keeps it, 32 bytes (the scanner's `Unit` is 72): offsets as u32
@@ -120,19 +118,6 @@ pub fn part_statements(buf: &[u8], units: &[Unit]) -> PartStatements {
             (k, read.map(Vec::into_boxed_slice))
         })
         .collect()
-}
-
-/// Where fast unit buf[start..end)'s statements start: after its GTID, and in a MySQL unit
-/// after the BEGIN that follows it (framing, which a cut keeps with the GTID). None where that
-/// does not add up.
-fn body_start(buf: &[u8], start: usize, gtid_size: u32, end: usize, flags: u32) -> Option<usize> {
-    let gtid_end = start
-        .checked_add(gtid_size as usize)
-        .filter(|&e| e <= end)?;
-    if flags & (F_MYSQL_GTID | F_ANONYMOUS_GTID) != 0 {
-        return head_end(buf, gtid_end, end);
-    }
-    Some(gtid_end)
 }
 
 impl UnitList {

@@ -69,16 +69,18 @@ pub(super) fn split_route<'py>(
         )
     });
     let outs = PyList::empty(py);
-    for ((sent, ends), marks) in r.outs.iter().zip(&r.ends).zip(&r.marks) {
+    for (sent, ends) in r.outs.iter().zip(&r.ends) {
         // One copy, straight into the bytearray the series writer renumbers in place.
+        let mut marks = Vec::new();
         let out = PyByteArray::new_with(py, sent.out_len, |dst| {
             sent.fill(&[buf], dst);
+            marks = split::gtid_marks(dst, 0, dst.len());
             Ok(())
         })?;
         outs.append(RouteOutput {
             out: out.unbind(),
             ends: packed(py, ends, u64::to_le_bytes)?.unbind(),
-            gtid_marks: packed(py, marks, u64::to_le_bytes)?.unbind(),
+            gtid_marks: packed(py, &marks, u64::to_le_bytes)?.unbind(),
         })?;
     }
     Ok(SplitRoute {

@@ -4,26 +4,21 @@
 //! `codec.writer.fix_transaction_length`), and what a slave relays of the placeholder form
 //! (`slave/node.py`'s `_without_placeholders`), for `simulate --verify`.
 //!
-//! MySQL's rule that bites: from 8.0.2 a Gtid_log_event carries the byte length of its whole
-//! transaction, the GTID event included (`transaction_length`, a packed integer after the commit
-//! timestamps; control_events.h). A reader of the stream takes the transaction's size from it
-//! (a replica's applier and its relay log, mysqlbinlog), so a group whose events the master
-//! changed must carry its new length. The field's own width (1, 3, 4 or 9 bytes) changes with
-//! the value, and the GTID event's size with it: the length is sought as
-//! `fix_transaction_length` seeks it (at most four rewrites from the event's own value), so
-//! that where two lengths would both be right the same one is chosen. A GTID whose value is 0
-//! or absent (5.6 and 5.7 GTIDs, 8.0.1) is sent as it is. Tagged GTIDs (8.3+, another encoding),
-//! Transaction_payload units, units with a Format_description inside, and anything that does
-//! not read as Python reads it are declined (None): the per-unit way sends them.
+//! Each GTID's transaction_length counts what is left of its unit (`trx_length`). Tagged GTIDs
+//! (8.3+, another encoding), Transaction_payload units, units with a Format_description inside,
+//! and anything that does not read as Python reads it are declined (None): the per-unit way
+//! sends them.
 
 use super::is_placeholder;
 use super::{
-    made_query, made_query_len, placeholders, rand_len, seal, Form, BEGIN_BODY, COMMIT_BODY,
-    SKIP_EMPTY, SKIP_PLACEHOLDER,
+    made_query, made_query_len, placeholders, rand_len, Form, BEGIN_BODY, COMMIT_BODY, SKIP_EMPTY,
+    SKIP_PLACEHOLDER,
 };
+use crate::hops;
 use crate::le::u32_at;
 use crate::scan::{F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD};
 use crate::sql::statement_verb;
+use crate::trx_length::Gtid;
 use crate::types::{
     ANONYMOUS_GTID, EXECUTE_LOAD_QUERY, GTID, HEADER_LEN, QUERY, QUERY_COMPRESSED, XID,
 };
@@ -34,149 +29,14 @@ use crate::unit_list::ListedUnit;
 /// event is read (the walk has no Format_description at hand; the scanner read it with one).
 const QUERY_POST: usize = 13;
 
-/// A MySQL GTID event (header, body and CRC) and its transaction_length field: (start, end,
-/// value) in the event's bytes; None where the event carries none or 0 (nothing is rewritten).
-struct Gtid<'a> {
-    raw: &'a [u8],
-    crc_len: usize,
-    field: Option<(usize, usize, u64)>,
-}
-
-impl<'a> Gtid<'a> {
-    /// The GTID event `raw`, read as `codec.gtid.decode_mysql_gtid` reads its body: flags,
-    /// source uuid, gno (25 bytes); from 5.7 the logical timestamps (lt_type 2, last_committed,
-    /// sequence_number); from 8.0.1 the immediate commit timestamp (7 bytes, whose top bit says
-    /// the original one follows, 7 more); then, if the body goes on, the transaction_length. None
-    /// where Python's reading would fail (a body under 25 bytes, a packed integer that does not
-    /// read or runs past the body).
-    fn read(raw: &'a [u8], crc: bool) -> Option<Gtid<'a>> {
-        let crc_len = if crc { 4 } else { 0 };
-        let body = raw.get(HEADER_LEN..raw.len().checked_sub(crc_len)?)?;
-        if body.len() < 25 {
-            return None;
-        }
-        let mut field = None;
-        if body.len() > 25 && body[25] == 2 && body.len() >= 42 + 7 {
-            let at = if body[48] & 0x80 != 0 { 56 } else { 49 };
-            if body.len() > at {
-                let (value, end) = packed(body, at)?;
-                if value != 0 {
-                    field = Some((HEADER_LEN + at, HEADER_LEN + end, value));
-                }
-            }
-        }
-        Some(Gtid {
-            raw,
-            crc_len,
-            field,
-        })
-    }
-
-    /// The transaction_length and its width once the events after the GTID are `rest` bytes
-    /// (`fix_transaction_length`'s loop: the wanted length from the event's present size, at
-    /// most four times), or None where nothing is rewritten.
-    fn fixed(&self, rest: u64) -> Option<(u64, usize)> {
-        let (start, end, value) = self.field?;
-        let base = (self.raw.len() - (end - start)) as u64;
-        let (mut length, mut width) = (value, end - start);
-        for _ in 0..4 {
-            let wanted = rest + base + width as u64;
-            if length == wanted {
-                break;
-            }
-            length = wanted;
-            width = packed_len(wanted);
-        }
-        Some((length, width))
-    }
-
-    /// The event's size once the events after it are `rest` bytes.
-    fn len(&self, rest: u64) -> usize {
-        match (self.fixed(rest), self.field) {
-            (Some((_, width)), Some((start, end, _))) => self.raw.len() - (end - start) + width,
-            _ => self.raw.len(),
-        }
-    }
-
-    /// The event, its transaction_length for `rest` bytes after it, appended to `out`: the
-    /// header as it was but for the size, a fresh CRC (`Event.with_body`).
-    fn put(&self, rest: u64, out: &mut Vec<u8>) {
-        let (Some((length, _)), Some((start, end, value))) = (self.fixed(rest), self.field) else {
-            out.extend_from_slice(self.raw);
-            return;
-        };
-        if length == value {
-            out.extend_from_slice(self.raw);
-            return;
-        }
-        let at = out.len();
-        out.extend_from_slice(&self.raw[..start]);
-        put_packed(length, out);
-        out.extend_from_slice(&self.raw[end..self.raw.len() - self.crc_len]);
-        let size = (out.len() - at + self.crc_len) as u32;
-        out[at + 9..at + 13].copy_from_slice(&size.to_le_bytes());
-        seal(out, at, self.crc_len != 0);
-    }
-}
-
-/// A packed (length-encoded) integer at body[at..]: its value and where it ends; None where it
-/// does not read (0xfb, 0xff, or past the body).
-fn packed(body: &[u8], at: usize) -> Option<(u64, usize)> {
-    let first = *body.get(at)?;
-    let n = match first {
-        0..=0xfa => return Some((u64::from(first), at + 1)),
-        0xfc => 2,
-        0xfd => 3,
-        0xfe => 8,
-        _ => return None,
-    };
-    let bytes = body.get(at + 1..at + 1 + n)?;
-    let mut word = [0u8; 8];
-    word[..n].copy_from_slice(bytes);
-    Some((u64::from_le_bytes(word), at + 1 + n))
-}
-
-/// The width of `value` packed (`codec.packing.encode_lenenc`).
-fn packed_len(value: u64) -> usize {
-    match value {
-        0..=0xfa => 1,
-        0xfb..=0xffff => 3,
-        0x1_0000..=0xff_ffff => 4,
-        _ => 9,
-    }
-}
-
-fn put_packed(value: u64, out: &mut Vec<u8>) {
-    let bytes = value.to_le_bytes();
-    match packed_len(value) {
-        1 => out.push(value as u8),
-        3 => {
-            out.push(0xfc);
-            out.extend_from_slice(&bytes[..2]);
-        }
-        4 => {
-            out.push(0xfd);
-            out.extend_from_slice(&bytes[..3]);
-        }
-        _ => {
-            out.push(0xfe);
-            out.extend_from_slice(&bytes);
-        }
-    }
-}
-
 /// The events of `raw` from `at` on, as (offset, size, type); None where they do not tile it.
-fn events(raw: &[u8], mut at: usize) -> Option<Vec<(usize, usize, u8)>> {
-    let mut out = Vec::new();
-    while at < raw.len() {
-        let size = u32_at(raw, at + 9)? as usize;
-        if size < HEADER_LEN || at + size > raw.len() {
-            return None;
-        }
-        out.push((at, size, raw[at + 4]));
-        at += size;
-    }
-    Some(out)
+fn events(raw: &[u8], at: usize) -> Option<Vec<(usize, usize, u8)>> {
+    let mut walk = hops::events(raw, at, raw.len());
+    let out = walk
+        .by_ref()
+        .map(|(at, size)| (at, size, raw[at + 4]))
+        .collect();
+    (walk.at == raw.len()).then_some(out)
 }
 
 /// Whether the Query event `ev` is a BEGIN as TransactionFilter asks (`statement_verb` of its
@@ -376,17 +236,6 @@ pub(crate) fn empty_transaction(raw: &[u8], crc: bool, out: &mut Vec<u8>) -> Opt
     empty(&gtid, raw, crc, Some(out)).map(|_| ())
 }
 
-/// `joined`, a MySQL unit's GTID event and the events kept of the unit, with the GTID's
-/// transaction_length counting them (`fix_transaction_length`), appended to `out`; None, with
-/// nothing appended, where the GTID does not read as Python reads it.
-pub(crate) fn with_length(joined: &[u8], crc: bool, out: &mut Vec<u8>) -> Option<()> {
-    let g = u32_at(joined, 9)? as usize;
-    let gtid = Gtid::read(joined.get(..g)?, crc)?;
-    gtid.put((joined.len() - g) as u64, out);
-    out.extend_from_slice(&joined[g..]);
-    Some(())
-}
-
 /// What a slave relays of a MySQL unit the placeholder policy sent (`sent`: the form `skipped`
 /// made), as `_without_placeholders` writes it: its events but the placeholders, its GTID's
 /// transaction_length counting what is left; a GTID left alone (a skipped DDL's) becomes the
@@ -400,18 +249,16 @@ pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option
     let gtid = Gtid::read(sent.get(..g)?, crc)?;
     // Two hops over the headers, no list of them: a slave relays about a million such units a
     // pass of the 500 MB MySQL bench binlog, each list an allocation (perf).
-    let (mut at, mut rest) = (g, 0u64);
-    while at < sent.len() {
-        let size = u32_at(sent, at + 9)? as usize;
-        if size < HEADER_LEN || at + size > sent.len() {
-            return None;
-        }
+    let (mut walk, mut rest) = (hops::events(sent, g, sent.len()), 0u64);
+    for (at, size) in walk.by_ref() {
         rest += if is_placeholder(sent, at) {
             0
         } else {
             size as u64
         };
-        at += size;
+    }
+    if walk.at != sent.len() {
+        return None;
     }
     if rest == 0 {
         let rest = (made_query_len(BEGIN_BODY, crc) + made_query_len(COMMIT_BODY, crc)) as u64;
@@ -421,18 +268,13 @@ pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option
         return Some(());
     }
     gtid.put(rest, out);
-    at = g;
-    while at < sent.len() {
-        let size = u32_at(sent, at + 9)? as usize;
+    for (at, size) in hops::events(sent, g, sent.len()) {
         if !is_placeholder(sent, at) {
             out.extend_from_slice(&sent[at..at + size]);
         }
-        at += size;
     }
     Some(())
 }
-
-pub(crate) use crate::hops::head_end;
 
 #[cfg(test)]
 #[path = "mysql_tests.rs"]

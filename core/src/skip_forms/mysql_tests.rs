@@ -5,6 +5,7 @@
 use super::*;
 use crate::scan::{F_COMPLETE, F_FAST, F_MYSQL_GTID, F_PAYLOAD};
 use crate::skip_forms::{skipped, SKIP_EMPTY, SKIP_PLACEHOLDER};
+use crate::trx_length::put_packed;
 use crate::types::{GTID_TAGGED, RAND, TABLE_MAP};
 
 /// The GTID layouts a MySQL server writes.
