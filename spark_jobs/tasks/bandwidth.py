@@ -121,7 +121,6 @@ class _SlaveCounter:
         # Rows_query text it may refuse by the reference path (master/decide/policy_check.py): the
         # units whose texts the core cannot show reach only kept tables go one at a time here.
         self.guards = self.filter.decider.checks_annotations
-        self.compiled = True
         # The keep table (per table name and, where the rules' answer is a function of the key
         # alone, per statement key, ANDed with a restricting gate as the master does).
         self.keeps = group.keeps
@@ -421,13 +420,12 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     runs: dict[RunKey, RunDone] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
-    keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters if c.compiled))
+    keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     # Runs are looked up and recorded only where two slaves could walk one alike (each slave's
     # answers per statement key: its keep table's, made once for the slaves that share it).
-    signatures = [(c.keeps.tables(names) if c.compiled else None,
-                   keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None, c.policy_name,
-                   c.guards) for c in counters]
+    signatures = [(c.keeps.tables(names), keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None,
+                   c.policy_name, c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     lone.buffer(units, formats, txn)
@@ -455,7 +453,7 @@ def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple
     left = []
     for walk in walks:
         counter = walk.counter
-        answers = walk.answers(bounds[0][0]) if counter.compiled and walk.n else None
+        answers = walk.answers(bounds[0][0]) if walk.n else None
         if answers is None or (not walk.fast_only and ROW_SLOW in answers[2]):
             left.append(walk)
             continue
