@@ -394,7 +394,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         formats = [(0, 0, 1 << 62)]
     else:
         formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
-    keys, _ = units.statement_units(formats)
+    keys, _ = units.statement_units(formats) if other else ([], None)  # (a buffer of fast units holds none)
     tables = counters[0].out.tables if counters else {}
     for k, size in enumerate(by_table.by_name):
         if size:
