@@ -1515,20 +1515,13 @@ class UnitList:
         The statement units' bytes among units[..n] by group of keys, after `statement_units`
         (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
         """
-    def count(self, row: bytes, keep: bytes, start: builtins.int, config: SendConfig, pending: builtins.int = ..., stmt_keep: bytes | None = None) -> SendResult:
-        r"""
-        `send`'s walk over units[start..] to the end of the list, counted and never assembled:
-        what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
-        the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
-        are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
-        statement key id, for statement units kept in part (cut at statements), after
-        `statement_units`.
-        """
     def count_many(self, jobs: typing.Sequence[CountJob], starts: typing.Sequence[builtins.int], carry: builtins.int) -> builtins.list[CountResult]:
         r"""
-        Every job's `count` from unit `starts[0]` to the end of the list, in one call, cut into
-        time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
-        `carry` bytes), after `statement_units` (see count_walk::count_many).
+        `send`'s walk over units[starts[0]..] to the end of the list for every job, counted and
+        never assembled (what a bandwidth experiment needs of a slave: no batch limit, no byte
+        copied), in one call, cut into time buckets at `starts` (a Heartbeat owed at a cut owed
+        into the next bucket as one of `carry` bytes), after `statement_units` (see
+        count_walk::count_many). Each job's `walk` is what `send` returns, `out` empty.
         """
 
 @typing.final

@@ -22,7 +22,7 @@ once), and the core's count walk counts it as the master's `UnitList.send` sends
 every slave whose answers leave no unit of the buffer to Python in one call for all of them
 (`UnitList.count_many`, a run of units costing its ends; under the placeholder and
 empty-transaction policies each skipped unit's form made once per buffer), the others slave by
-slave (`UnitList.count`, tasks.count_walks). What the core leaves (control events, DDL,
+slave (one job each, tasks.count_walks). What the core leaves (control events, DDL,
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
 annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`RuleGroup`):
 a unit so kept or skipped whole goes back to every slave's compiled walk.
@@ -159,13 +159,14 @@ class _SlaveCounter:
 
     def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
             stmt_keep: bytes | None = None) -> int:
-        """Units i.. of `units` as the master's `UnitList.send` walks them (one call, counted);
+        """Units i.. of `units` as the master's `UnitList.send` walks them (one job, counted);
         returns the first unit the walk left to `unit`. (The skipped units' forms under the
         placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
         if row[i] == ROW_SLOW:
             return i
         self.lead(row[i])
-        r = units.count(row, keep, i, self.config(crc), self.out.heartbeat_size if self.pending else 0, stmt_keep)
+        owed = self.out.heartbeat_size if self.pending else 0
+        r = units.count_many([_core.CountJob(row, keep, self.config(crc), owed, stmt_keep)], [i], 0)[0].walk
         self.walked(r)
         return r.next
 
@@ -175,7 +176,7 @@ class _SlaveCounter:
             self.out.leading_skip = True
 
     def walked(self, r: _core.SendResult) -> None:
-        """What one count walk read and sent (`UnitList.count`, or a job of `count_many`), added."""
+        """What one job of the core's count walk (`UnitList.count_many`) read and sent, added."""
         c = self.out.counts
         c.add_walk(r)
         c.kept_events += r.sent_events
