@@ -1207,6 +1207,8 @@ class TableBytes:
         r"""
         The bytes of the units that are not fast.
         """
+    @property
+    def cuts(self) -> builtins.list[TimeCut]: ...
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1243,7 +1245,7 @@ class TableReference:
 @typing.final
 class TimeCut:
     r"""
-    `UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket.
+    `TableBytes.cuts`: the first unit of a run whose events' time falls in one bucket.
     """
     @property
     def unit(self) -> builtins.int: ...
@@ -1496,15 +1498,11 @@ class UnitList:
         until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
         says (the Table_maps it ran: `tally_names`).
         """
-    def time_cuts(self, seconds: builtins.int) -> builtins.list[TimeCut]:
-        r"""
-        A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
-        `seconds` bucket (see tally::time_cuts).
-        """
-    def table_bytes(self, names: builtins.int) -> TableBytes:
+    def table_bytes(self, names: builtins.int, seconds: builtins.int) -> TableBytes:
         r"""
         Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
-        units' framing bytes, the other units' bytes (see tally::table_bytes).
+        units' framing bytes, the other units' bytes, and a TimeCut (first unit, bucket) for each
+        run of units whose binlog time falls in one `seconds` bucket (see tally::table_bytes).
         """
     def max_timestamp(self) -> builtins.int:
         r"""

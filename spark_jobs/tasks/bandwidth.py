@@ -33,6 +33,7 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING
@@ -381,12 +382,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
-    # (after table_bytes, which reads every event header: each unit's first bytes are still in the caches)
-    by_table = units.table_bytes(len(names))
-    minutes = units.time_cuts(MINUTE)
-    width = MINUTE if len(minutes) <= MINUTE_BUCKETS else HOUR
-    cuts = [(cut.unit, cut.bucket * width) for cut in (minutes if width == MINUTE else units.time_cuts(HOUR))]
-    cuts = cuts or [(0, -1)]
+    # (table_bytes' walk reads each unit's time too, in buckets that divide a minute and an hour)
+    step = math.gcd(MINUTE, HOUR)
+    by_table = units.table_bytes(len(names), step)
+    fine = [(cut.unit, cut.bucket * step) for cut in by_table.cuts]
+    cuts = _joined(fine, MINUTE)
+    width = MINUTE if len(cuts) <= MINUTE_BUCKETS else HOUR
+    cuts = (cuts if width == MINUTE else _joined(fine, HOUR)) or [(0, -1)]
     bounds = [(a, b, start) for (a, start), (b, _) in zip(cuts, [*cuts[1:], (n, 0)])]
     other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
@@ -440,6 +442,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)
     return current
+
+
+def _joined(cuts: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
+    """Runs of units ((first unit, first second) each, by buckets that divide `width`) joined by
+    `width` seconds: a run starts where its bucket of `width` changes."""
+    starts = [cut for k, cut in enumerate(cuts) if not k or cut[1] // width != cuts[k - 1][1] // width]
+    return [(unit, at - at % width) for unit, at in starts]
 
 
 def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple[int, int, int]],

@@ -2,7 +2,7 @@
 //! segment in one call (`UnitList.count_many`: `experiment`'s slaves, a master's shadow
 //! candidates, or one slave's run), with the skipped units' forms made once per segment
 //! and policy, kept beside the list for every later call (`count_walk::FormsCache`); and the tallies a count
-//! cuts and sums by (`time_cuts`, `table_bytes`, `statement_tables`).
+//! cuts and sums by (`table_bytes`, `statement_tables`).
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::results::{CountResult, StatementTables, TableBytes, TimeCut};
+use super::results::{CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
 use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
@@ -55,23 +55,14 @@ impl CountJob {
 #[stub]
 #[pymethods]
 impl PyUnitList {
-    /// A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
-    /// `seconds` bucket (see tally::time_cuts).
-    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<TimeCut> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        crate::tally::time_cuts(&self.list, &bufs, seconds)
-            .into_iter()
-            .map(|(unit, bucket)| TimeCut { unit, bucket })
-            .collect()
-    }
-
     /// Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
-    /// units' framing bytes, the other units' bytes (see tally::table_bytes).
-    fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
+    /// units' framing bytes, the other units' bytes, and a TimeCut (first unit, bucket) for each
+    /// run of units whose binlog time falls in one `seconds` bucket (see tally::table_bytes).
+    fn table_bytes(&self, py: Python<'_>, names: usize, seconds: u32) -> PyResult<TableBytes> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
-        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
-            .into()
+        let t = py.detach(|| crate::tally::table_bytes(list, &bufs, names, seconds));
+        TableBytes::new(py, t)
     }
 
     /// The latest timestamp of the units' events, as their scans read them (0: none).
