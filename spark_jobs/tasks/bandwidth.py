@@ -45,7 +45,7 @@ from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Sca
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
-from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.rules.keep_table import KeyList, KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
@@ -397,7 +397,9 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         formats = [(0, 0, 1 << 62)]
     else:
         formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
-    keys, _ = units.statement_units(formats) if other else ([], None)  # (a buffer of fast units holds none)
+    # (their bytes read once for every rule group that answers them, `KeyList`; a buffer of fast
+    # units holds none)
+    keys = KeyList(units.statement_units(formats)[0] if other else ())
     tables = counters[0].out.tables if counters else {}
     for k, size in enumerate(by_table.by_name):
         if size:
