@@ -1207,6 +1207,8 @@ class TableBytes:
         r"""
         The bytes of the units that are not fast.
         """
+    @property
+    def cuts(self) -> builtins.list[TimeCut]: ...
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1243,7 +1245,7 @@ class TableReference:
 @typing.final
 class TimeCut:
     r"""
-    `UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket.
+    `TableBytes.cuts`: the first unit of a run whose events' time falls in one bucket.
     """
     @property
     def unit(self) -> builtins.int: ...
@@ -1496,15 +1498,11 @@ class UnitList:
         until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
         says (the Table_maps it ran: `tally_names`).
         """
-    def time_cuts(self, seconds: builtins.int) -> builtins.list[TimeCut]:
-        r"""
-        A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
-        `seconds` bucket (see tally::time_cuts).
-        """
-    def table_bytes(self, names: builtins.int) -> TableBytes:
+    def table_bytes(self, names: builtins.int, seconds: builtins.int) -> TableBytes:
         r"""
         Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
-        units' framing bytes, the other units' bytes (see tally::table_bytes).
+        units' framing bytes, the other units' bytes, and a TimeCut (first unit, bucket) for each
+        run of units whose binlog time falls in one `seconds` bucket (see tally::table_bytes).
         """
     def max_timestamp(self) -> builtins.int:
         r"""
@@ -1515,20 +1513,13 @@ class UnitList:
         The statement units' bytes among units[..n] by group of keys, after `statement_units`
         (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
         """
-    def count(self, row: bytes, keep: bytes, start: builtins.int, config: SendConfig, pending: builtins.int = ..., stmt_keep: bytes | None = None) -> SendResult:
-        r"""
-        `send`'s walk over units[start..] to the end of the list, counted and never assembled:
-        what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
-        the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
-        are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
-        statement key id, for statement units kept in part (cut at statements), after
-        `statement_units`.
-        """
     def count_many(self, jobs: typing.Sequence[CountJob], starts: typing.Sequence[builtins.int], carry: builtins.int) -> builtins.list[CountResult]:
         r"""
-        Every job's `count` from unit `starts[0]` to the end of the list, in one call, cut into
-        time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
-        `carry` bytes), after `statement_units` (see count_walk::count_many).
+        `send`'s walk over units[starts[0]..] to the end of the list for every job, counted and
+        never assembled (what a bandwidth experiment needs of a slave: no batch limit, no byte
+        copied), in one call, cut into time buckets at `starts` (a Heartbeat owed at a cut owed
+        into the next bucket as one of `carry` bytes), after `statement_units` (see
+        count_walk::count_many). Each job's `walk` is what `send` returns, `out` empty.
         """
 
 @typing.final

@@ -2,7 +2,7 @@
 registered slave (master/model.py's SlaveStats adds its rule hits), and by `experiment` per slave
 of a topology (spark_jobs/tasks/bandwidth.py adds the slave's name and the kept events). The skip
 policies' `tally` (dumpfilter.skip_policy) writes into it; `add_walk` adds what one call of the
-core's send walk (`UnitList.send`, or `UnitList.count` counting it) read and sent."""
+core's send walk (`UnitList.send`, or `UnitList.count_many` counting it) read and sent."""
 
 from __future__ import annotations
 

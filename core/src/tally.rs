@@ -11,31 +11,9 @@ use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
 use crate::types::{is_rows, HEADER_LEN, TABLE_MAP};
 use crate::unit_list::UnitList;
 
-/// (first unit, bucket) for each run of units whose first event's timestamp divided by `seconds`
-/// is the same bucket. A unit whose timestamp is 0 (an artificial event) joins the run before it.
-pub fn time_cuts(plan: &UnitList, bufs: &[&[u8]], seconds: u32) -> Vec<(usize, u32)> {
-    let seconds = seconds.max(1);
-    let mut cuts: Vec<(usize, u32)> = Vec::new();
-    for (k, u) in plan.units.iter().enumerate() {
-        ahead(plan, bufs, k + AHEAD, 64);
-        let Some(ts) = bufs
-            .get(u.part as usize)
-            .and_then(|b| u32_at(b, u.start()))
-            .filter(|t| *t != 0)
-        else {
-            continue;
-        };
-        let bucket = ts / seconds;
-        if cuts.last().map(|c| c.1) != Some(bucket) {
-            cuts.push((if cuts.is_empty() { 0 } else { k }, bucket));
-        }
-    }
-    cuts
-}
-
-/// How many units ahead of the one they read `time_cuts` and `table_bytes` ask for the bytes of:
-/// each unit's first bytes waited on memory (a segment's pages are in no cache when `experiment`
-/// or a master's shadow pass counts it).
+/// How many units ahead of the one it reads `table_bytes` asks for the bytes of: each unit's
+/// first bytes waited on memory (a segment's pages are in no cache when `experiment` or a
+/// master's shadow pass counts it).
 const AHEAD: usize = 8;
 
 /// Asks for the first `len` bytes (at most 2 KB) of unit k's.
@@ -66,10 +44,16 @@ pub struct TableBytes {
     pub shared: u64,
     /// The bytes of the units that are not fast.
     pub other: u64,
+    /// (first unit, bucket) for each run of units whose first event's timestamp divided by the
+    /// `seconds` asked is the same bucket; a unit whose timestamp is 0 (an artificial event)
+    /// joins the run before it. (Read in the same walk: a second one waited on memory again for
+    /// every unit's first bytes.)
+    pub cuts: Vec<(usize, u32)>,
 }
 
-/// Bytes per table of the fast units (see `TableBytes`), name ids below `names`.
-pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> TableBytes {
+/// Bytes per table of the fast units (see `TableBytes`), name ids below `names`, and the
+/// units' runs by `seconds` of binlog time.
+pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) -> TableBytes {
     let mut t = TableBytes {
         by_name: vec![0u64; names],
         envelope: vec![0u64; names],
@@ -77,8 +61,15 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize) -> TableBytes 
     };
     let mut ids: Vec<(u64, u32)> = Vec::new();
     let mut written: Vec<u32> = Vec::new();
+    let seconds = seconds.max(1);
     for (k, u) in plan.units.iter().enumerate() {
         ahead(plan, bufs, k + AHEAD, usize::MAX);
+        let ts = bufs.get(u.part as usize).and_then(|b| u32_at(b, u.start()));
+        if let Some(bucket) = ts.filter(|t| *t != 0).map(|t| t / seconds) {
+            if t.cuts.last().map(|c| c.1) != Some(bucket) {
+                t.cuts.push((if t.cuts.is_empty() { 0 } else { k }, bucket));
+            }
+        }
         let size = u.end().saturating_sub(u.start()) as u64;
         let tids = plan.tables(k);
         let Some(buf) = bufs.get(u.part as usize).filter(|b| u.end() <= b.len()) else {
@@ -335,7 +326,7 @@ pub(crate) mod tests {
         let (mut a, mut b) = (a, b);
         (a.tables_lo, a.tables_hi, b.tables_lo, b.tables_hi) = (0, 4, 4, 5);
         list.add(b"f", 0, &[a, b, c], &tids);
-        let t = table_bytes(&list, &[&buf], 3);
+        let t = table_bytes(&list, &[&buf], 3, 60);
         assert_ne!(ea % 3, 0, "a remainder to give");
         let each = ea / 3;
         assert_eq!(t.envelope, vec![each, each + eb, each + ea % 3]);

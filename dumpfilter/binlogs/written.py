@@ -48,6 +48,9 @@ class WrittenEnd:
         self._known: tuple[Path, int, int, int] | None = None  # (path, inode, size, end)
         self._boundary: tuple[Path, int, int] | None = None  # (path, inode, an event boundary)
         self._lock = threading.Lock()
+        # One `of` at a time: a second caller takes the first's end, not a hop of its own (the
+        # master's warm-up and the shadow pass both hopped a whole 587 MB file as it started).
+        self._hopping = threading.Lock()
 
     def note(self, path: Path, inode: int, boundary: int) -> None:
         """`boundary` is where an event of the file `path` (inode `inode`) starts or the file's
@@ -58,7 +61,7 @@ class WrittenEnd:
                 self._boundary = (path, inode, boundary)
 
     def of(self, path: Path) -> int:
-        with open_regular(path) as f:  # never a FIFO's block, one line for what cannot be read
+        with self._hopping, open_regular(path) as f:  # never a FIFO's block, one line for what cannot be read
             st = os.fstat(f.fileno())
             size = st.st_size
             if size <= 4:

@@ -22,7 +22,7 @@ once), and the core's count walk counts it as the master's `UnitList.send` sends
 every slave whose answers leave no unit of the buffer to Python in one call for all of them
 (`UnitList.count_many`, a run of units costing its ends; under the placeholder and
 empty-transaction policies each skipped unit's form made once per buffer), the others slave by
-slave (`UnitList.count`, tasks.count_walks). What the core leaves (control events, DDL,
+slave (one job each, tasks.count_walks). What the core leaves (control events, DDL,
 a partial MySQL transaction, a unit the walk cannot make a policy's form of, a restricted gate's
 annotated units) goes through TransactionFilter, one unit at a time, once per rule group (`RuleGroup`):
 a unit so kept or skipped whole goes back to every slave's compiled walk.
@@ -33,6 +33,7 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Sca
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
-from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.rules.keep_table import KeyList, KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
@@ -121,7 +122,6 @@ class _SlaveCounter:
         # Rows_query text it may refuse by the reference path (master/decide/policy_check.py): the
         # units whose texts the core cannot show reach only kept tables go one at a time here.
         self.guards = self.filter.decider.checks_annotations
-        self.compiled = True
         # The keep table (per table name and, where the rules' answer is a function of the key
         # alone, per statement key, ANDed with a restricting gate as the master does).
         self.keeps = group.keeps
@@ -160,13 +160,14 @@ class _SlaveCounter:
 
     def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
             stmt_keep: bytes | None = None) -> int:
-        """Units i.. of `units` as the master's `UnitList.send` walks them (one call, counted);
+        """Units i.. of `units` as the master's `UnitList.send` walks them (one job, counted);
         returns the first unit the walk left to `unit`. (The skipped units' forms under the
         placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
         if row[i] == ROW_SLOW:
             return i
         self.lead(row[i])
-        r = units.count(row, keep, i, self.config(crc), self.out.heartbeat_size if self.pending else 0, stmt_keep)
+        owed = self.out.heartbeat_size if self.pending else 0
+        r = units.count_many([_core.CountJob(row, keep, self.config(crc), owed, stmt_keep)], [i], 0)[0].walk
         self.walked(r)
         return r.next
 
@@ -176,7 +177,7 @@ class _SlaveCounter:
             self.out.leading_skip = True
 
     def walked(self, r: _core.SendResult) -> None:
-        """What one count walk read and sent (`UnitList.count`, or a job of `count_many`), added."""
+        """What one job of the core's count walk (`UnitList.count_many`) read and sent, added."""
         c = self.out.counts
         c.add_walk(r)
         c.kept_events += r.sent_events
@@ -381,12 +382,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
-    # (after table_bytes, which reads every event header: each unit's first bytes are still in the caches)
-    by_table = units.table_bytes(len(names))
-    minutes = units.time_cuts(MINUTE)
-    width = MINUTE if len(minutes) <= MINUTE_BUCKETS else HOUR
-    cuts = [(cut.unit, cut.bucket * width) for cut in (minutes if width == MINUTE else units.time_cuts(HOUR))]
-    cuts = cuts or [(0, -1)]
+    # (table_bytes' walk reads each unit's time too, in buckets that divide a minute and an hour)
+    step = math.gcd(MINUTE, HOUR)
+    by_table = units.table_bytes(len(names), step)
+    fine = [(cut.unit, cut.bucket * step) for cut in by_table.cuts]
+    cuts = _joined(fine, MINUTE)
+    width = MINUTE if len(cuts) <= MINUTE_BUCKETS else HOUR
+    cuts = (cuts if width == MINUTE else _joined(fine, HOUR)) or [(0, -1)]
     bounds = [(a, b, start) for (a, start), (b, _) in zip(cuts, [*cuts[1:], (n, 0)])]
     other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
@@ -395,7 +397,9 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         formats = [(0, 0, 1 << 62)]
     else:
         formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
-    keys, _ = units.statement_units(formats)
+    # (their bytes read once for every rule group that answers them, `KeyList`; a buffer of fast
+    # units holds none)
+    keys = KeyList(units.statement_units(formats)[0] if other else ())
     tables = counters[0].out.tables if counters else {}
     for k, size in enumerate(by_table.by_name):
         if size:
@@ -419,13 +423,12 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     runs: dict[RunKey, RunDone] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
-    keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters if c.compiled))
+    keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     # Runs are looked up and recorded only where two slaves could walk one alike (each slave's
     # answers per statement key: its keep table's, made once for the slaves that share it).
-    signatures = [(c.keeps.tables(names) if c.compiled else None,
-                   keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None, c.policy_name,
-                   c.guards) for c in counters]
+    signatures = [(c.keeps.tables(names), keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None,
+                   c.policy_name, c.guards) for c in counters]
     alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     lone.buffer(units, formats, txn)
@@ -441,6 +444,13 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     return current
 
 
+def _joined(cuts: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
+    """Runs of units ((first unit, first second) each, by buckets that divide `width`) joined by
+    `width` seconds: a run starts where its bucket of `width` changes."""
+    starts = [cut for k, cut in enumerate(cuts) if not k or cut[1] // width != cuts[k - 1][1] // width]
+    return [(unit, at - at % width) for unit, at in starts]
+
+
 def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple[int, int, int]],
                width: int) -> list[CountWalk]:
     """Every slave whose answers leave no unit to Python counted over the whole buffer in one call
@@ -453,7 +463,7 @@ def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple
     left = []
     for walk in walks:
         counter = walk.counter
-        answers = walk.answers(bounds[0][0]) if counter.compiled and walk.n else None
+        answers = walk.answers(bounds[0][0]) if walk.n else None
         if answers is None or (not walk.fast_only and ROW_SLOW in answers[2]):
             left.append(walk)
             continue

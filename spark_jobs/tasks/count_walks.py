@@ -83,7 +83,7 @@ class CountWalk:
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
         counter, runs = self.counter, self.runs
-        if not counter.compiled or at == self.declined:
+        if at == self.declined:
             return None
         keep, stmt_keep, row = self._answer(at, stmt)
         key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep, row)

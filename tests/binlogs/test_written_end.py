@@ -87,3 +87,29 @@ def test_a_stream_that_read_a_file_leaves_its_end_known(binlog_copy):
         assert noted[2] == _ends(binlog_copy / last)[-1] == service.segments.end()[1]
     finally:
         service.shutdown()
+
+
+def test_callers_at_once_hop_a_file_once(binlog_copy, monkeypatch):
+    """Two threads asking for the end of a file not hopped yet (a master's warm-up and its shadow
+    pass, as it starts): one hops it, the other takes its end."""
+    import threading
+    import time
+
+    path = binlog_copy / "master-bin.000008"
+    hops: list[int] = []
+    real = written.hop_to_end
+
+    def slow(*args: object) -> int:
+        hops.append(1)
+        time.sleep(0.2)  # (the other caller asks while this one hops)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(written, "hop_to_end", slow)
+    written_end = WrittenEnd()
+    ends: list[int] = []
+    callers = [threading.Thread(target=lambda: ends.append(written_end.of(path))) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join()
+    assert ends == [path.stat().st_size] * 2 and len(hops) == 1, (ends, hops)

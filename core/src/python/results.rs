@@ -366,7 +366,7 @@ records! {
         sent_by_bucket: Vec<u64>,
     }
 
-    /// `UnitList.time_cuts`: the first unit of a run whose events' time falls in one bucket.
+    /// `TableBytes.cuts`: the first unit of a run whose events' time falls in one bucket.
     TimeCut = "TimeCut" {
         unit: usize,
         bucket: u32,
@@ -383,6 +383,7 @@ records! {
         shared: u64,
         /// The bytes of the units that are not fast.
         other: u64,
+        cuts: Py<PyList> as Vec<TimeCut>,
     }
 
     /// `UnitList.statement_tables`: the statement units' bytes by group of keys (see
@@ -511,21 +512,26 @@ pub(super) fn by_keys(
     )
 }
 
-impl From<crate::tally::TableBytes> for TableBytes {
-    fn from(t: crate::tally::TableBytes) -> Self {
+impl TableBytes {
+    pub(super) fn new(py: Python<'_>, t: crate::tally::TableBytes) -> PyResult<Self> {
         let crate::tally::TableBytes {
             by_name,
             envelope,
             framing,
             shared,
             other,
+            cuts,
         } = t;
-        TableBytes {
+        let cuts = cuts
+            .into_iter()
+            .map(|(unit, bucket)| TimeCut { unit, bucket });
+        Ok(TableBytes {
             by_name,
             envelope,
             framing,
             shared,
             other,
-        }
+            cuts: PyList::new(py, cuts)?.unbind(),
+        })
     }
 }

@@ -1,8 +1,8 @@
 //! The count mode of the Python UnitList (count_walk): every stream a caller counts over a
 //! segment in one call (`UnitList.count_many`: `experiment`'s slaves, a master's shadow
-//! candidates), or one (`UnitList.count`), with the skipped units' forms made once per segment
+//! candidates, or one slave's run), with the skipped units' forms made once per segment
 //! and policy, kept beside the list for every later call (`count_walk::FormsCache`); and the tallies a count
-//! cuts and sums by (`time_cuts`, `table_bytes`, `statement_tables`).
+//! cuts and sums by (`table_bytes`, `statement_tables`).
 
 use std::sync::Arc;
 
@@ -10,7 +10,7 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::results::{CountResult, SendResult, StatementTables, TableBytes, TimeCut};
+use super::results::{CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
 use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
@@ -55,23 +55,14 @@ impl CountJob {
 #[stub]
 #[pymethods]
 impl PyUnitList {
-    /// A TimeCut (first unit, bucket) for each run of units whose binlog time falls in one
-    /// `seconds` bucket (see tally::time_cuts).
-    fn time_cuts(&self, py: Python<'_>, seconds: u32) -> Vec<TimeCut> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        crate::tally::time_cuts(&self.list, &bufs, seconds)
-            .into_iter()
-            .map(|(unit, bucket)| TimeCut { unit, bucket })
-            .collect()
-    }
-
     /// Bytes per name id of `names` ids, their shares of the fast units' envelopes, the fast
-    /// units' framing bytes, the other units' bytes (see tally::table_bytes).
-    fn table_bytes(&self, py: Python<'_>, names: usize) -> TableBytes {
+    /// units' framing bytes, the other units' bytes, and a TimeCut (first unit, bucket) for each
+    /// run of units whose binlog time falls in one `seconds` bucket (see tally::table_bytes).
+    fn table_bytes(&self, py: Python<'_>, names: usize, seconds: u32) -> PyResult<TableBytes> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
-        py.detach(|| crate::tally::table_bytes(list, &bufs, names))
-            .into()
+        let t = py.detach(|| crate::tally::table_bytes(list, &bufs, names, seconds));
+        TableBytes::new(py, t)
     }
 
     /// The latest timestamp of the units' events, as their scans read them (0: none).
@@ -101,47 +92,11 @@ impl PyUnitList {
         }
     }
 
-    /// `send`'s walk over units[start..] to the end of the list, counted and never assembled:
-    /// what a bandwidth experiment needs of a slave (no batch limit, no byte copied). `pending`:
-    /// the size of a Heartbeat the caller still owes (0: none); `config`'s batch bytes and limit
-    /// are not read. Returns what `send` returns, `out` empty. `stmt_keep`: a keep byte per
-    /// statement key id, for statement units kept in part (cut at statements), after
-    /// `statement_units`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (row, keep, start, config, pending = 0, stmt_keep = None))]
-    fn count(
-        &self,
-        py: Python<'_>,
-        row: &[u8],
-        keep: &[u8],
-        start: usize,
-        config: PyRef<'_, SendConfig>,
-        pending: usize,
-        stmt_keep: Option<&[u8]>,
-    ) -> SendResult {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
-        let (list, st) = (&self.list, self.stmts.get());
-        let job = Job {
-            row,
-            keep,
-            stmt_keep,
-            skip: config.skip,
-            partial_ok: config.partial_ok,
-            crc: config.heartbeat_crc,
-            owed: pending,
-        };
-        let s = py.detach(|| {
-            let forms = self.forms.get(list, &bufs, st, &[(job.skip, job.crc)]);
-            let forms: Vec<&Forms> = forms.iter().map(Arc::as_ref).collect();
-            let got = count_walk::count_many(list, &bufs, st, &[job], (&[start], 0), &forms);
-            got.into_iter().next().map(|c| c.sent).unwrap_or_default()
-        });
-        send_result(PyBytes::new(py, b"").unbind(), &s)
-    }
-
-    /// Every job's `count` from unit `starts[0]` to the end of the list, in one call, cut into
-    /// time buckets at `starts` (a Heartbeat owed at a cut owed into the next bucket as one of
-    /// `carry` bytes), after `statement_units` (see count_walk::count_many).
+    /// `send`'s walk over units[starts[0]..] to the end of the list for every job, counted and
+    /// never assembled (what a bandwidth experiment needs of a slave: no batch limit, no byte
+    /// copied), in one call, cut into time buckets at `starts` (a Heartbeat owed at a cut owed
+    /// into the next bucket as one of `carry` bytes), after `statement_units` (see
+    /// count_walk::count_many). Each job's `walk` is what `send` returns, `out` empty.
     fn count_many(
         &self,
         py: Python<'_>,
