@@ -1688,9 +1688,9 @@ def mysql_gtids_at(buf: typing_extensions.Buffer, marks: bytes) -> MysqlGtids:
     gtid_runs::mysql_gtids_at): `buf` is the block, bytes or a bytearray.
     """
 
-def parens_close(sql: bytes) -> typing.Optional[builtins.bool]:
+def parens_close(sql: bytes) -> builtins.bool:
     r"""
-    Whether `sql`'s parentheses close (see facts::parens_close); None where Python's lexer reads it.
+    Whether `sql`'s parentheses close and nothing is left open (see facts::parens_close).
     """
 
 def payload_bytes(body: bytes, max_out: builtins.int = ...) -> bytes:

@@ -76,12 +76,12 @@ impl Facts {
     }
 }
 
-/// Whether every parenthesis of `sql` outside its strings, names and comments closes, in order
-/// (a schema file's DDL cut short: `CREATE TABLE t (a INT`); None where the core's lexer does not
-/// read the text (see lex::tokens: a versioned or line comment, bytes outside ASCII, anything
-/// unclosed), which Python's lexer then reads.
-pub fn parens_close(sql: &[u8]) -> Option<bool> {
-    let lexed = lex::tokens(sql)?;
+/// Whether every parenthesis of `sql` outside its strings, names and comments closes, in order,
+/// and nothing is left open (a schema file's DDL cut short: `CREATE TABLE t (a INT`).
+pub fn parens_close(sql: &[u8]) -> bool {
+    let Some(lexed) = lex::read(sql) else {
+        return false; // a string, name or comment left open
+    };
     let mut depth = 0usize;
     for t in &lexed.toks {
         if t.kind != lex::Kind::Punct {
@@ -91,12 +91,12 @@ pub fn parens_close(sql: &[u8]) -> Option<bool> {
             b'(' => depth += 1,
             b')' => match depth.checked_sub(1) {
                 Some(d) => depth = d,
-                None => return Some(false),
+                None => return false,
             },
             _ => {}
         }
     }
-    Some(depth == 0)
+    depth == 0
 }
 
 /// The facts of `sql` (a Query's text), or None: no statement the rules read.

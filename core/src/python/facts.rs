@@ -198,10 +198,10 @@ pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Optio
     }))
 }
 
-/// Whether `sql`'s parentheses close (see facts::parens_close); None where Python's lexer reads it.
+/// Whether `sql`'s parentheses close and nothing is left open (see facts::parens_close).
 #[stub]
 #[pyfunction]
-pub(super) fn parens_close(sql: &[u8]) -> Option<bool> {
+pub(super) fn parens_close(sql: &[u8]) -> bool {
     crate::facts::parens_close(sql)
 }
 
