@@ -385,8 +385,6 @@ def verify_workload_keys() -> dict:
                      "python_share": round(len(python) / len(texts), 4) if texts else None,
                      "left_to_python": [t[:80] for t in python]}
     out["real_binlogs"] = _fixture_statements(parser_reads)
-    out["read_us"] = _facts_against_parser([t for v in (workload, seed) for t in
-                                            [st.sql for st in split_statements(v.read_text())]])
     return out
 
 
@@ -413,27 +411,6 @@ def _fixture_statements(parser_reads) -> dict:
             "python_share": round(len(python) / statements, 4) if statements else None, "left_to_python": python}
 
 
-def _facts_against_parser(texts: list[str]) -> dict:
-    """A diagnostic (in process): microseconds to read one of the scripts' DDL and multi-table
-    statements through the core's facts, and through the Python parser (best of 5)."""
-    from dumpfilter.rules.statement_facts import core_info
-    from dumpfilter.rules.statements import _statement_tables
-
-    shapes = [t for t in texts if core_info(t, "a") is not None and t.split()[0].upper() not in ("INSERT", "REPLACE")]
-    times = {}
-    for label, read in (("facts", lambda t: core_info(t, "a")),
-                        ("parser", lambda t: _statement_tables(t, "a", fast_forms=False))):
-        best = float("inf")
-        for _ in range(5):
-            start = time.perf_counter()
-            for _ in range(20):
-                for text in shapes:
-                    read(text)
-            best = min(best, time.perf_counter() - start)
-        times[label] = round(best / (20 * len(shapes)) * 1e6, 1) if shapes else None
-    return {"statements": len(shapes), **times}
-
-
 def main() -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
         tmp = Path(tmp)
@@ -442,7 +419,7 @@ def main() -> dict:
                    **{f"mixed_{mb}": bench_mixed(tmp, mb=mb) for mb in mixed_sizes()[1:]}, "out_dir": bench_out_dir(tmp),
                    "statement_format": bench_mixed(tmp, "STATEMENT"), "verify_workloads": verify_workload_keys()}
     r, w, s, c = results["row_do_db"], results["wild_rules"], results["statement"], results["command_vs_hop_crc"]
-    us, fx = results["verify_workloads"]["read_us"], results["verify_workloads"]["real_binlogs"]
+    fx = results["verify_workloads"]["real_binlogs"]
     m, o = results["mixed"], results["out_dir"]
 
     def by_statements(label: str, m: dict) -> tuple[str, str, str, str]:
@@ -477,9 +454,6 @@ def main() -> dict:
         ("(h) real servers' binlogs (fixtures) statements to Python",
          "skipped" if "skipped" in fx else f"{fx['python_share']:.1%}", "<= 1%",
          fx.get("skipped") or f"{fx['to_python']} of {fx['statements']} Query statements (BEGIN/COMMIT aside)"),
-        ("(h) one DDL/multi-table statement read: facts vs parser",
-         f"{us['parser'] / us['facts']:.1f}x" if us["facts"] else "n/a", "diagnostic",
-         f"in process, {us['statements']} statements: core facts {us['facts']} us, Python parser {us['parser']} us"),
     ]
     width = max(len(a) for a, *_ in rows)
     print(f"{'benchmark':<{width}}  {'result':<34}  {'target':<12}  detail")

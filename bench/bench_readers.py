@@ -3,13 +3,11 @@ process, one reader at a time; `python -m bench readers`). For each statement of
 COMMIT and framing aside), the reader that reads it in production, and the time to read it:
 
 - `key`: single-table DML the core's statement key reads in the walk (`_core.statement_key`);
-- `facts`: what the core's statement facts read whole (DDL, triggers, multi-table UPDATE/DELETE,
-  INSERT ... SELECT: `rules.statement_facts.core_info`);
-- `parser`: what both decline, read by the Python parser (`rules.statements`).
+- `facts`: what the core's statement facts read (DDL, triggers, multi-table UPDATE/DELETE,
+  INSERT ... SELECT, sqlglot listing what a subquery reads: `rules.statement_facts.core_info`);
+- `parser`: what both decline (no statement: `rules.statements` answers it unparsed).
 
-For the `key` and `facts` statements it also times the Python parser on the same text (what the
-statement would cost if the core's reader were not there), and for the last input the master
-policy's bound (`rules.policy_bound.statement_reach`, whose classifier is the same reader).
+For the last input it also times the master policy's bound (`rules.policy_bound.statement_reach`, whose classifier is the same reader).
 Inputs: the MIXED sysbench binlog `make bench` writes (bench.mixed_binlog), a DDL-heavy
 tenant-per-schema binlog (bench.ddl_binlog), the 15 real servers' binlogs in
 ../shared/fixtures/real_binlogs, and a 1.2 MB CREATE TRIGGER with 50,000 body statements."""
@@ -82,14 +80,9 @@ def measure(name: str, statements: list[tuple[str, str]], *, policy: bool = Fals
         elif reader == "facts":
             prod = _timed(core_info, sample)
         else:
-            prod = _timed(lambda s, d: _statement_tables(s, d, fast_forms=False), sample)
+            prod = _timed(_statement_tables, sample)
         row["production_us_per_kb"] = round(prod / sample_bytes * 1e9, 1) if sample_bytes else None
-        if reader != "parser":
-            python = _timed(lambda s, d: _statement_tables(s, d, fast_forms=False), sample)
-            row["python_parser_us_per_kb"] = round(python / sample_bytes * 1e9, 1) if sample_bytes else None
-            # what the Python parser would add to a pass over the whole input
-            row["python_parser_s_whole"] = round(python * len(texts) / len(sample), 3)
-            row["production_s_whole"] = round(prod * len(texts) / len(sample), 3)
+        row["production_s_whole"] = round(prod * len(texts) / len(sample), 3)
         if policy:
             from dumpfilter.rules.policy_bound import _reach
             row["policy_bound_s"] = round(_timed(_reach, sample), 3)

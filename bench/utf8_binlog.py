@@ -120,10 +120,9 @@ def walk_keyed(path: Path, out: Path) -> int:
 
 
 def reader_seconds(path: Path, n: int = 200_000) -> dict:
-    """The first `n` DML statements of the binlog read by the core's key (a call each) and by the
-    Python reader alone (`rules.statements` without the core: its forms decline a text with a cue
-    or a byte outside ASCII anywhere, the parser reads it), as docs/architecture.md's reader table
-    times sysbench's."""
+    """The first `n` DML statements of the binlog read by the core's key (a call each) and by
+    `rules.statements` (the key's shapes, else the core's facts, through Python), as
+    docs/architecture.md's reader table times sysbench's."""
     from dumpfilter import _core
     from dumpfilter.codec import BinlogReader
     from dumpfilter.rules.statements import _statement_tables
@@ -142,7 +141,7 @@ def reader_seconds(path: Path, n: int = 200_000) -> dict:
     core = time.perf_counter() - started
     started = time.perf_counter()
     for _, sql, db in texts:
-        _statement_tables(sql, db, fast_forms=False)
+        _statement_tables(sql, db)
     python = time.perf_counter() - started
     return {"statements": len(texts), "mb": round(sum(len(r) for r, _, _ in texts) / 1e6, 1), "keyed": keyed,
             "core_s": round(core, 3), "python_s": round(python, 2)}

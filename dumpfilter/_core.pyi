@@ -1059,6 +1059,21 @@ class StatementFacts:
     def trigger_def(self) -> typing.Optional[TriggerDefinition]: ...
     @property
     def target(self) -> typing.Optional[ObjectTarget]: ...
+    @property
+    def read_text(self) -> typing.Optional[bytes]:
+        r"""
+        The text sqlglot lists the read tables from, where the core leaves them to it.
+        """
+    @property
+    def refs_text(self) -> typing.Optional[bytes]:
+        r"""
+        A multi-table statement's references, where sqlglot reads them (`refs` empty).
+        """
+    @property
+    def ctes(self) -> builtins.list[bytes]:
+        r"""
+        WITH's common table expressions' names.
+        """
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1664,9 +1679,9 @@ def mysql_gtids_at(buf: typing_extensions.Buffer, marks: bytes) -> MysqlGtids:
     gtid_runs::mysql_gtids_at): `buf` is the block, bytes or a bytearray.
     """
 
-def parens_close(sql: bytes) -> typing.Optional[builtins.bool]:
+def parens_close(sql: bytes) -> builtins.bool:
     r"""
-    Whether `sql`'s parentheses close (see facts::parens_close); None where Python's lexer reads it.
+    Whether `sql`'s parentheses close and nothing is left open (see facts::parens_close).
     """
 
 def payload_bytes(body: bytes, max_out: builtins.int = ...) -> bytes:
@@ -1750,8 +1765,8 @@ def split_route(scanner: Scanner, buf: bytes, start: builtins.int, keeps: typing
 
 def statement_facts(sql: bytes) -> typing.Optional[StatementFacts]:
     r"""
-    A statement's facts (see facts::facts) for `rules.statement_facts`; None where Python's
-    parser reads it.
+    A statement's facts (see facts::facts) for `rules.statement_facts`; None: no statement the
+    rules read.
     """
 
 def statement_key(sql: bytes, escaped: builtins.bool = ...) -> typing.Optional[StatementShape]:

@@ -5,19 +5,17 @@
 //! the one updated table) alone, so each such key is decided once in Python and answered here
 //! for every statement that shares it.
 //!
-//! The recogniser reads the shapes the Python parser (`rules.statement_parser`, the definition)
-//! reads as single-table DML, and answers the same (kind, table) where it answers at all; anything
-//! else (non-ASCII text, comments, subqueries, RETURNING, a name that is a keyword, DDL, a
-//! multi-table UPDATE) is `None`: the parser decides that statement (its unit, in fact). It is
-//! the one reader of these forms in production: `rules.statements` asks it (through the facts)
-//! before the parser, and keeps no regex reader of its own beside it (issue #57).
+//! The recogniser reads single-table DML; anything else (non-ASCII text, comments, subqueries,
+//! RETURNING, a name that is a keyword, DDL, a multi-table UPDATE) is `None`: the statement facts
+//! (`facts`) read that statement (its unit is decided in Python, in fact). It is the one reader
+//! of these forms: `rules.statements` asks it through the facts (issue #57).
 //! Only where they stand outside the string literals: a value's text (`'José'`, `'a -- b'`,
 //! `'select'`) is no table and no clause to MySQL's lexer, so the key reads past it.
 //! One shape goes further: an INSERT or REPLACE whose text holds SELECT (a source query, a
-//! subquery) is keyed by its target alone (KIND_INSERT_SELECT), the parser's updated list too.
+//! subquery) is keyed by its target alone (KIND_INSERT_SELECT), its one updated table.
 //! The recogniser follows one reading and gives up where it fails, which is always safe (the
-//! tests in tests/core/test_statement_keys.py hold it equal to the Python parser on every
-//! statement of the suite and on generated ones).
+//! tests in tests/core/test_statement_keys.py hold each key to the tables a real MariaDB wrote,
+//! and to `statement_tables` on every statement of the suite and on generated ones).
 //! What texts are left to Python at once is `stmt_cues`; the keys' ids across buffers are
 //! `stmt_keys`.
 
@@ -249,8 +247,8 @@ pub(crate) fn reserved(t: &[u8]) -> bool {
     one_of(t, RESERVED)
 }
 
-/// The single-table DML shape of `sql`, as the Python parser reads it; None where it
-/// does not read one, or where the core is not sure to read it alike (see the module's doc).
+/// The single-table DML shape of `sql`; None where it is none, or where the core is not sure to
+/// read it (see the module's doc).
 pub fn dml_shape(sql: &[u8]) -> Option<Shape<'_>> {
     dml_shape_read(sql, || Literals::Unknown)
 }
@@ -360,7 +358,7 @@ pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option
         return None;
     }
     // A reserved word as an unquoted name is a syntax error on the server, so no binlog holds
-    // one; readers differ on such text (`UPDATE FROM.t SET`): left to the parser.
+    // one (`UPDATE FROM.t SET`).
     if reserved(raw) || second.as_ref().is_some_and(|(raw2, _)| reserved(raw2)) {
         return None;
     }

@@ -12,7 +12,7 @@ from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, Parses, StatementInfo
-from dumpfilter.rules.statement_parser import names_ref
+from dumpfilter.rules.statement_facts import names_ref
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge

@@ -14,7 +14,6 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from itertools import accumulate
 from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
 
@@ -24,7 +23,7 @@ from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError, without_password
 from dumpfilter.regular_file import read_regular
-from dumpfilter.rules.sqltokens import LexError, quote_identifier, tokenize
+from dumpfilter.rules.sqltokens import quote_identifier
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -437,21 +436,11 @@ def load_schema(source: str, option: str = "--schema") -> SchemaModel:
 
 
 def _unreadable(sql: str, info: StatementInfo) -> bool:
-    """A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the parser cannot read (`info`), or whose
-    quotes or parentheses do not close (`CREATE TABLE a.t (x int`): the core's lexer answers, and
-    Python's where the core does not lex the text (a comment, bytes outside ASCII, anything open)."""
+    """A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the reader cannot read (`info`), or whose
+    quotes or parentheses do not close (`CREATE TABLE a.t (x int`: the core's lexer answers)."""
     if not _SCHEMA_DDL.match(sql):
         return False
-    if not info.parse_ok:
-        return True
-    closes = _core.parens_close(sql.encode("utf-8", "surrogateescape"))
-    if closes is None:
-        try:
-            steps = [1 if t.value == "(" else -1 for t in tokenize(sql) if t.kind == "punct" and t.value in ("(", ")")]
-        except LexError:
-            return True
-        closes = min(accumulate(steps), default=0) >= 0 and sum(steps) == 0
-    return not closes
+    return not (info.parse_ok and _core.parens_close(sql.encode("utf-8", "surrogateescape")))
 
 
 def _refused(statement: str, sql: str, info: StatementInfo, created: bool) -> str | None:

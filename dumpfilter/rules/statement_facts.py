@@ -1,20 +1,34 @@
-"""The compiled statement facts (issue #43, core/src/facts): a StatementInfo built from what the
-core reads of a DDL or multi-table statement, with the parser's own rules over those parts
-applied here: the default database, which reference a SET column or DELETE target names
-(`_resolve_targets`), WL#40's rename list, the tables read (`_read_tables`' exclusions). None
-where the core leaves the statement to the Python parser (`rules.statements`)."""
+"""The one reader of a statement's text (issues #43, #80): a StatementInfo built from what the core
+reads of it (core/src/facts), with the rules over those parts applied here: the default database,
+which reference a SET column or DELETE target names (`_resolve_targets`), WL#40's rename list; and
+the tables a statement only reads, sqlglot's to list where the core hands it the text (`_read_tables`,
+a multi-table statement's references `_reference_tables`). None: no statement the rules read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+import re
+from collections.abc import Callable, Iterable, Sequence
 
 from dumpfilter import _core
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
-from dumpfilter.rules.statement_parser import _Unparsed, _resolve_targets, ref_names, rename_tables
 
 Name = _core.QualifiedName              # (database or None, name), as the core gives them
 Ref = _core.TableReference               # a table reference and its alias
 Namer = Callable[..., TableRef]          # a Name under the default (or a given) database
+Joined = tuple[TableRef, tuple[str, ...]]  # a reference's table and its alias (none, or one)
+
+
+class _Unparsed(Exception):
+    """sqlglot does not read the references, or none of them is named: the statement is not parsed."""
+
+
+_UTF8, _RAW = "utf-8", "surrogateescape"  # a name's bytes as the binlog holds them
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode(_UTF8, _RAW)
 
 
 def core_info(sql: str, default: str) -> StatementInfo | None:
@@ -22,81 +36,102 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
     facts = _core.statement_facts(sql.encode("utf-8", "surrogateescape"))  # (as the binlog holds it)
     if facts is None:
         return None
+    try:
+        info = _info(facts, sql, default)
+    except _Unparsed:
+        return None
+    if not facts.ctes:
+        return info
+    ctes = {_text(c) for c in facts.ctes}
+
+    def real(ref: TableRef) -> bool:  # an unqualified CTE name is not a table
+        return not (ref[0] == default and ref[1] in ctes)
+
+    updated = tuple(filter(real, info.updated))
+    if not updated:
+        return None
+    return dataclasses.replace(info, updated=updated, read=tuple(filter(real, info.read)),
+                               joined=tuple(j for j in info.joined if real(j[0])))
+
+
+def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
     kind = Kind(facts.kind)
     refs, trigger, db_name, target = facts.refs, facts.trigger, facts.db_name, facts.target
 
     def name(ref: Name, db: str = default) -> TableRef:
-        return (ref.db.decode() if ref.db is not None else db, ref.name.decode())
+        return (ref.db.decode(_UTF8, _RAW) if ref.db is not None else db, ref.name.decode(_UTF8, _RAW))
 
+    if kind in (Kind.UPDATE, Kind.DELETE_MULTI) and facts.refs_text is not None:
+        return _multi(kind, _reference_tables(_text(facts.refs_text), default, kind), facts, sql, name, default)
     if refs and kind in (Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE_MULTI):
-        return _multi(kind, refs, facts.set_columns, facts.targets, bool(facts.read), name, default)
+        joined = [(name(r.table), (_text(r.alias),) if r.alias else ()) for r in refs]
+        return _multi(kind, joined, facts, sql, name, default)
     if kind is Kind.CREATE_TRIGGER:
-        assert trigger is not None and facts.trigger_def is not None  # (the core reads both, or neither)
+        assert trigger is not None  # (the core reads a CREATE TRIGGER's trigger)
         trigger_ref = name(trigger)
         table = name(facts.updated[0], trigger_ref[0])  # the trigger's table lives in the trigger's schema
         d = facts.trigger_def
-        return StatementInfo(kind, updated=(table,), trigger=trigger_ref,
-                             trigger_def=(d.timing, d.event, _writes(d.writes, trigger_ref[0], name)))
+        return StatementInfo(kind, updated=(table,), trigger=trigger_ref, trigger_def=None if d is None else
+                             (d.timing, d.event, _writes(d.writes, trigger_ref[0], name)))
     tables = tuple(name(ref) for ref in facts.updated)
     if kind is Kind.RENAME_TABLE:
         pairs = tuple((name(r.old), name(r.new)) for r in facts.renames)
         return StatementInfo(kind, updated=rename_tables(pairs), renames=pairs)
     if kind in (Kind.CREATE_DB, Kind.DROP_DB):
         assert db_name is not None  # (CREATE and DROP DATABASE name one)
-        return StatementInfo(kind, db_statement_name=db_name.decode(), if_exists=facts.if_exists)
+        return StatementInfo(kind, db_statement_name=_text(db_name), if_exists=facts.if_exists)
     if kind is Kind.ALTER_DB:
-        return StatementInfo(kind, db_statement_name=db_name.decode() if db_name is not None else None)
-    if kind in (Kind.ACCOUNT, Kind.ROUTINE):
+        return StatementInfo(kind, db_statement_name=_text(db_name) if db_name is not None else None)
+    if kind in (Kind.ACCOUNT, Kind.ROUTINE, Kind.OTHER):
         what = (target.object, *name(target.name)) if target is not None else None
         return StatementInfo(kind, updated=tables, target=what)
     if kind is Kind.DROP_TRIGGER:
         assert trigger is not None  # (DROP TRIGGER names one)
         return StatementInfo(kind, trigger=name(trigger), if_exists=facts.if_exists)
-    if kind is Kind.CREATE_TABLE:
-        if refs:  # CREATE ... SELECT: its FROM tables, less the new one (`_read_tables`)
-            reads = _reads(refs, name, exclude=tables)
-        else:  # LIKE s: the source as named
-            reads = tuple(name(ref) for ref in facts.read)
-        columns = facts.columns
-        return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary,
-                             columns=tuple(c.decode() for c in columns) if columns is not None else None)
-    return StatementInfo(kind, updated=tables, temporary=facts.temporary, if_exists=facts.if_exists)
+    read_text, read = facts.read_text, facts.read
+    if read_text is not None:  # INSERT ... SELECT, a view's query, a subquery: sqlglot's tables
+        reads = _read_tables(_text(read_text), default, exclude=tables)
+    elif refs:  # CREATE ... SELECT: its FROM tables, less the new one
+        reads = _reads(refs, name, exclude=tables)
+    else:  # LIKE s: the source as named
+        reads = tuple(map(name, read)) if read else ()
+    columns = facts.columns
+    return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary, if_exists=facts.if_exists,
+                         columns=tuple(c.decode(_UTF8, _RAW) for c in columns) if columns is not None else None)
 
 
-def _multi(kind: Kind, refs: Sequence[Ref], set_columns: Sequence[_core.SetColumn],
-           targets: Sequence[list[bytes]], lists_reads: bool, name: Namer, default: str) -> StatementInfo | None:
-    """UPDATE (multi-table, or one table with an alias) and multi-table DELETE: `_update`,
-    `_delete`. The core lists reads only where the text holds SELECT, FROM or JOIN."""
-    joined = tuple((name(r.table), (r.alias.decode(),) if r.alias else ()) for r in refs)
+def _multi(kind: Kind, joined: Sequence[Joined], facts: _core.StatementFacts, sql: str, name: Namer,
+           default: str) -> StatementInfo:
+    """UPDATE (multi-table, or one table with an alias) and multi-table DELETE: the references the
+    SET columns or the delete targets name. The core lists reads only where the text holds SELECT,
+    FROM or JOIN, and hands sqlglot the text where they are more than its references."""
     qualifiers: list[tuple[str, ...] | None]
     if kind is Kind.DELETE_MULTI:
-        qualifiers = [tuple(part.decode() for part in target) for target in targets]
+        qualifiers = [tuple(_text(part) for part in target) for target in facts.targets]
         columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
     else:
-        columns = tuple((tuple(p.decode() for p in sc.qualifier) if sc.qualifier is not None else None,
-                         sc.column.decode()) for sc in set_columns)
+        kind = Kind.UPDATE if len(joined) == 1 else Kind.UPDATE_MULTI
+        columns = tuple((tuple(_text(p) for p in sc.qualifier) if sc.qualifier is not None else None,
+                         _text(sc.column)) for sc in facts.set_columns)
         qualifiers = [qualifier for qualifier, _ in columns]
-    try:
-        chosen = _resolve_targets(joined, qualifiers)
-    except _Unparsed:  # no reference named: the parser gives up too
-        return StatementInfo(Kind.OTHER, parse_ok=False)
-    updated = tuple(key for key, _ in chosen)
-    aliases = {r.alias.decode() for r in refs if r.alias}  # (the delete targets' check)
+    updated = tuple(key for key, _ in _resolve_targets(joined, qualifiers))
+    aliases = {alias for _, names in joined for alias in names}  # (the delete targets' check)
     named = {names for ref in joined for names in ref_names(ref)}
-    for qualifier in qualifiers if kind is Kind.DELETE_MULTI else ():
+    read_text = None if facts.read_text is None else _text(facts.read_text)
+    for qualifier in qualifiers if kind is Kind.DELETE_MULTI and read_text is None else ():
         # A DELETE target sqlglot lists as a table read (one naming no reference, or naming a
-        # qualified one by its bare name) lands in the read list where sqlglot's tree puts it:
-        # the parser's to list.
+        # qualified one by its bare name) lands in the read list where sqlglot's tree puts it.
         assert qualifier is not None  # (a DELETE target always has its parts)
         target = (qualifier[0] if len(qualifier) == 2 else default, qualifier[-1])
-        if qualifier not in named or not (
-                target in updated or (len(qualifier) == 1 and qualifier[0] in aliases)):
-            return None
-    reads: tuple[TableRef, ...] = ()
-    if lists_reads:  # sqlglot's tables of the whole statement
-        reads = _reads(refs, name, exclude=updated)
+        if qualifier not in named or not (target in updated or (len(qualifier) == 1 and qualifier[0] in aliases)):
+            read_text = sql
+            break
+    if read_text is not None:
+        reads = _read_tables(read_text, default, exclude=updated)
+    else:
+        reads = _reads(facts.refs, name, exclude=updated) if facts.read else ()
     multi = kind is Kind.UPDATE_MULTI
-    return StatementInfo(kind, updated=updated, read=reads, joined=joined if multi else (),
+    return StatementInfo(kind, updated=updated, read=reads, joined=tuple(joined) if multi else (),
                          set_columns=columns if multi else ())
 
 
@@ -124,14 +159,109 @@ def _writes(writes: Sequence[_core.TriggerWrite] | None, trigger_db: str, name: 
     return tuple(out)
 
 
+def rename_tables(pairs: Iterable[tuple[TableRef, TableRef]]) -> tuple[TableRef, ...]:
+    """WL#40 §4.2: sources and destinations in order, minus tables created and removed within the statement.
+
+    `t1 TO tmp, t2 TO t1, tmp TO t2` -> (t1, t2): tmp first appears as a destination and is renamed away last.
+    """
+    roles: dict[TableRef, list[str]] = {}
+    for source, destination in pairs:
+        roles.setdefault(source, []).append("source")
+        roles.setdefault(destination, []).append("destination")
+    return tuple(table for table, seen in roles.items() if not (seen[0] == "destination" and seen[-1] == "source"))
+
+
+def _resolve_targets(refs: Sequence[Joined], qualifiers: Sequence[tuple[str, ...] | None]) -> list[Joined]:
+    """The refs (in statement order) that a SET column or DELETE target names, by alias or by [db.]table.
+
+    An unqualified SET column could belong to any joined table; without the event's
+    table_map_for_update bitmap (BUG#37051) every joined table is taken as updated [inf].
+    """
+    if len(refs) == 1 or any(qualifier is None for qualifier in qualifiers):
+        return list(refs)
+    named = set(qualifiers)  # (a set: a hostile statement's thousands of each stay linear)
+    chosen = [ref for ref in refs if not named.isdisjoint(ref_names(ref))]
+    if not chosen:
+        raise _Unparsed
+    return chosen
+
+
+def ref_names(ref: Joined) -> tuple[tuple[str, ...], ...]:
+    """MySQL: a table with an alias is named by its alias only; otherwise by `table` or `db.table`."""
+    (db, table), aliases = ref
+    return (aliases[:1],) if aliases else ((table,), (db, table))
+
+
+def names_ref(ref: Joined, qualifier: tuple[str, ...] | None) -> bool:
+    """Whether `qualifier` names `ref` (`ref_names`)."""
+    return qualifier in ref_names(ref)
+
+
+_CUT = re.compile(r"\b(WHERE|ORDER\s+BY|LIMIT)\b", re.IGNORECASE)
+
+
+def _reference_tables(refs_text: str, default: str, kind: Kind) -> list[Joined]:
+    """Tables of a FROM-like clause in statement order with the names they answer to (alias, table);
+    a DELETE's references end at the text's first WHERE, ORDER BY or LIMIT word."""
+    if kind is Kind.DELETE_MULTI:
+        match = _CUT.search(refs_text)
+        refs_text = refs_text[:match.start()] if match else refs_text
+    try:
+        select = sqlglot.parse_one(f"SELECT 1 FROM {refs_text}", read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError) as exc:
+        raise _Unparsed from exc
+    from_clause = select.args.get("from_") or select.args.get("from")
+    if from_clause is None:
+        raise _Unparsed
+    nodes = _join_leaves(from_clause.this)
+    for join in select.args.get("joins") or []:
+        nodes += _join_leaves(join.this)
+    return [((table.db or default, table.name), tuple(filter(None, (table.alias,)))) for table in nodes]
+
+
+def _join_leaves(node: exp.Expression) -> list[exp.Table]:
+    """Base tables of a join tree in textual order; derived tables (subqueries) are read-only and skipped."""
+    leaves: list[exp.Table] = []
+    if isinstance(node, exp.Table):
+        leaves.append(node)
+    elif isinstance(node, (exp.Subquery, exp.Paren)) and not isinstance(node.this, exp.Query):
+        leaves += _join_leaves(node.this)
+    for join in node.args.get("joins") or []:
+        leaves += _join_leaves(join.this)
+    return leaves
+
+
+def _read_tables(text: str, default: str, exclude: Sequence[TableRef] = ()) -> tuple[TableRef, ...]:
+    """Every table sqlglot finds in `text` that is not updated; best effort (reads never decide)."""
+    if not re.search(r"\b(SELECT|FROM|JOIN)\b", text, re.IGNORECASE):
+        return ()
+    start = re.search(r"\b(SELECT|WITH)\b", text, re.IGNORECASE)
+    candidate = text[start.start():] if start and not re.match(r"\s*(UPDATE|DELETE)\b", text, re.I) else text
+    try:
+        tree = sqlglot.parse_one(candidate, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError):
+        return ()
+    aliases = {table.alias for table in tree.find_all(exp.Table) if table.alias}
+    found: list[TableRef] = []
+    for table in tree.find_all(exp.Table):
+        ref = (table.db or default, table.name)
+        if not table.name or ref in exclude or ref in found or (not table.db and table.name in aliases
+                                                                and not table.alias):
+            continue
+        found.append(ref)
+    return tuple(found)
+
+
 def parser_reads(sql: str, default: str) -> bool:
-    """Whether the Python parser reads `sql` (neither the statement key nor the facts do), or the
-    schema model may parse its text: a CREATE TABLE whose column list the core did not read (LIKE
-    copies its source's). Issue #43's share, in `bench filter` and the tests."""
-    if _core.statement_key(sql.encode("utf-8", "surrogateescape")) is not None:
+    """Whether sqlglot reads part of `sql` (neither the statement key nor the core's facts read it
+    all), or the schema model may parse its text: a CREATE TABLE whose column list the core did not
+    read (LIKE copies its source's). Issue #43's share, in `bench filter` and the tests."""
+    raw = sql.encode("utf-8", "surrogateescape")
+    if _core.statement_key(raw) is not None:
         return False
-    info = core_info(sql, default)
-    if info is None:
+    facts = _core.statement_facts(raw)
+    if facts is None or facts.read_text is not None or facts.refs_text is not None:
         return True
-    return info.kind is Kind.CREATE_TABLE and info.columns is None and not info.temporary \
-        and " LIKE " not in f" {sql.upper()} ".replace("(", " ")
+    info = core_info(sql, default)
+    return info is None or (info.kind is Kind.CREATE_TABLE and info.columns is None and not info.temporary
+                            and " LIKE " not in f" {sql.upper()} ".replace("(", " "))

@@ -9,16 +9,15 @@ import re
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.lazy_pattern import lazy_compile
 
-from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statement_facts import core_info
-from dumpfilter.rules.statement_parser import _Statement, _TRANSACTION_WORDS, _Unparsed, _guess_kind
 
 
 _DATABASE_WORD = lazy_compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
 # First keywords that may open a database statement, a transaction statement or a multi-table
 # UPDATE ("" when there is no plain keyword first: a comment, a parenthesis).
-_MAY_NOT_BE_PLAIN = frozenset({"", "CREATE", "ALTER", "DROP", "UPDATE", "WITH", "START"})
+_MAY_NOT_BE_PLAIN = frozenset({"", "CREATE", "ALTER", "DROP", "UPDATE", "WITH", "START",
+                               "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "XA"})
 
 
 def plain_statement(sql: str) -> bool:
@@ -30,7 +29,7 @@ def plain_statement(sql: str) -> bool:
     verb = statement_verb(sql)
     if verb in ("CREATE", "ALTER", "DROP"):
         return _DATABASE_WORD.search(sql) is None
-    return verb not in _MAY_NOT_BE_PLAIN and verb not in _TRANSACTION_WORDS
+    return verb not in _MAY_NOT_BE_PLAIN
 
 
 def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
@@ -53,23 +52,7 @@ def _statement_tables_cached(sql: str, default_db: str) -> StatementInfo:
     return _statement_tables(sql, default_db)
 
 
-def _statement_tables(sql: str, default_db: str | None, *, fast_forms: bool = True) -> StatementInfo:
-    """The core's reading of the forms it reads (`core_info`: single-table DML, DDL and the
-    rest of its facts), where it reads the text plainly; else the full parser, the definition it
-    is held to (`fast_forms=False`: the parser alone, for the tests that hold them equal). One
-    reader per form in production (issue #57): a text the core declines is the parser's."""
-    default = default_db or ""
-    if fast_forms:
-        info = core_info(sql, default)
-        if info is not None:
-            return info
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return StatementInfo(Kind.OTHER, parse_ok=False)
-    if not tokens:
-        return StatementInfo(Kind.OTHER, parse_ok=False)
-    try:
-        return _Statement(sql, tokens, default).classify()
-    except _Unparsed:
-        return StatementInfo(_guess_kind(tokens), parse_ok=False)
+def _statement_tables(sql: str, default_db: str | None) -> StatementInfo:
+    """The core's reading (`core_info`); a text it does not read is not parsed."""
+    info = core_info(sql, default_db or "")
+    return info if info is not None else StatementInfo(Kind.OTHER, parse_ok=False)

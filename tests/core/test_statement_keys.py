@@ -1,7 +1,6 @@
 """The compiled statement keys (issue #43, core/src/stmt.rs) against the Python parser: wherever
 `_core.statement_key` reads a (kind, table) it is the kind and the one updated table that
-`rules.statements.statement_tables` gives (and the full parser, without its fast forms, and the
-Python forms without the core), on every statement of the rule vectors, of generated workloads
+`rules.statements.statement_tables` gives, on every statement of the rule vectors, of generated workloads
 and of hypothesis-built text, string literals holding UTF-8 text, comment openers, SELECT words,
 quotes and backslashes included (issue #57: a literal is a value, the key reads past it); and it reads enough of a sysbench-like workload (at most 1% left to
 Python) and every literal-holding statement whose literals end alike under every sql_mode. The
@@ -24,7 +23,7 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.lab.sandbox import apply_binlog
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.sqltokens import lexes
-from dumpfilter.rules.statements import _statement_tables, statement_tables
+from dumpfilter.rules.statements import statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
 
 KINDS = {_core.KIND_INSERT: Kind.INSERT, _core.KIND_REPLACE: Kind.REPLACE, _core.KIND_UPDATE: Kind.UPDATE,
@@ -42,11 +41,11 @@ def check(sql: str, db: str | None, *, escaped: bool = False) -> bool:
         return False
     kind, qualifier, table = key
     want = ((_text(qualifier) if qualifier is not None else (db or "")), _text(table))
-    for info in (statement_tables(sql, db), _statement_tables(sql, db, fast_forms=False)):
-        assert info.parse_ok, sql
-        assert info.kind is KINDS[kind], (sql, info.kind, kind)
-        assert info.updated == (want,), (sql, info.updated, want)
-        assert not info.exempt_from_table_rules, sql
+    info = statement_tables(sql, db)
+    assert info.parse_ok, sql
+    assert info.kind is KINDS[kind], (sql, info.kind, kind)
+    assert info.updated == (want,), (sql, info.updated, want)
+    assert not info.exempt_from_table_rules, sql
     return True
 
 
@@ -332,11 +331,9 @@ def test_statements_with_literals_agree(sql, db):
 
 
 def test_a_literal_closed_only_without_escapes():
-    """No cue anywhere: the key reads the table before any literal, as it did before issue #57. The
-    full parser's lexer leaves `'\\'` open (parse_ok False: kept); a server logs this text only under
-    NO_BACKSLASH_ESCAPES, where it updates `t`, the key's table."""
+    """No cue anywhere: the key reads the table before any literal, as it did before issue #57 (a
+    server logs this text only under NO_BACKSLASH_ESCAPES, where it updates `t`, the key's table)."""
     sql = "REPLACE t SET a='', b='\\'"
-    assert not _statement_tables(sql, "db", fast_forms=False).parse_ok
     assert check_either_mode(sql, "db")
 
 
@@ -394,11 +391,9 @@ def test_what_literals_do_not_settle_is_declined(sql):
     assert statement_key(sql.encode()) is None
 
 
-def test_python_parser_reads_a_query_inside_a_literal():
-    """The full parser asks sqlglot for read tables wherever SELECT stands in the text, a literal's
-    included: `'select * from u where a=1 -- '` makes it list `u` as read (its comment hides the
-    quote after it). MySQL reads no table there; the key (and so `statement_tables`) reads none."""
+def test_a_query_inside_a_literal_reads_no_table():
+    """`'select * from u where a=1 -- '` is a value: MySQL reads no table there; the key (and so
+    `statement_tables`) reads none."""
     sql = "INSERT INTO t (a) VALUES ('select * from u where a=1 -- ')"
-    assert _statement_tables(sql, "db", fast_forms=False).read == (("db", "u"),)
     assert statement_tables(sql, "db").read == ()
     assert statement_key(sql.encode()) == (_core.KIND_INSERT, None, b"t")

@@ -15,7 +15,7 @@ from dumpfilter.binlogs.sinks import FileSink
 from dumpfilter.codec import BinlogReader
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
-from dumpfilter.rules.statements import _statement_tables
+from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import TransactionFilter
 from tests.binlogs.test_statement_path import Counting, PerStatement
 
@@ -62,7 +62,7 @@ def test_utf8_values_are_keyed_and_agree_with_the_parser(utf8_binlog):
         if key is None:
             continue
         keyed += 1
-        info = _statement_tables(sql, db, fast_forms=False)
+        info = statement_tables(sql, db)
         assert info.updated == (((key.db or db.encode()).decode(), key.table.decode()),), sql
     assert total >= 2000 and 0 < apostrophes < total / 2
     assert keyed == total - apostrophes, (keyed, total, apostrophes)

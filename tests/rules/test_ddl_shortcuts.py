@@ -23,7 +23,7 @@ class _NeverRemembers(dict):
 
 
 def _full_parse(sql, default_db, parses=None):
-    return statements._statement_tables(sql, default_db or "", fast_forms=False)
+    return statements._statement_tables(sql, default_db or "")
 
 
 @contextlib.contextmanager

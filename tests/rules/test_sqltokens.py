@@ -12,15 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.rules import statements
 from dumpfilter.rules.sqltokens import LexError, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
-
-
-def _full_parser(sql, default):
-    """The full parser alone (no fast forms)."""
-    return statements._statement_tables(sql, default, fast_forms=False)
 
 
 # Pieces that exercise every branch of the lexer: quotes and their doubling, escapes, versioned and plain
@@ -144,7 +138,6 @@ TRICKY_STATEMENTS = [
 def test_tricky_statements(sql, expected):
     # (the core's facts add what the schema model reads: CREATE TABLE's columns)
     assert dataclasses.replace(statement_tables(sql, "db"), columns=None, trigger_def=None) == expected
-    assert _full_parser(sql, "db") == expected
 
 
 @pytest.mark.parametrize("sql", ["DELETE t FROM", "DELETE a, b FROM", "DELETE FROM t USING", "DELETE FROM t, u USING",

@@ -1,6 +1,6 @@
-//! DDL facts: `_create`, `_alter`, `_drop`, `_rename` and `_truncate` of rules.statement_parser
-//! for databases, tables, indexes and triggers, step by step (a trigger's definition in
-//! `trigger`); and for the schema model, CREATE TABLE's column names.
+//! DDL facts: CREATE, ALTER, DROP, RENAME, TRUNCATE and the table maintenance statements of
+//! databases, tables, indexes, views and triggers (a trigger's definition in `trigger`); and for
+//! the schema model, CREATE TABLE's column names.
 
 use super::lex::{upper, Cur, Kind};
 use super::{objects, one_of, refs, Facts};
@@ -60,7 +60,15 @@ pub fn create(cur: &mut Cur) -> Option<Facts> {
         }
         b"INDEX" => index(cur, "CREATE_INDEX"),
         b"TRIGGER" => super::trigger::create_trigger(cur),
-        b"VIEW" => None, // its query's tables are sqlglot's to list
+        b"VIEW" => {
+            // CREATE VIEW v AS query: the view; its query's tables are sqlglot's to list.
+            cur.if_exists();
+            let mut f = Facts::new("CREATE_VIEW");
+            f.updated.push(cur.qname()?);
+            let query = cur.find_top_level(b"AS")? + 1;
+            f.read_text = Some(cur.sql[cur.toks.get(query)?.start..].to_vec());
+            Some(f)
+        }
         other => objects::without_tables(cur, other),
     }
 }
@@ -88,13 +96,15 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
         Some(select) => {
             // One SELECT over named tables; a join, a union or a subquery is sqlglot's to read
             // (and loose text: `_read_tables` searches the raw text).
+            let general = Some(cur.sql[cur.toks[select].start..].to_vec());
             if cur.loose
                 || (select + 1..cur.toks.len()).any(|i| cur.is_word_at(i, b"SELECT"))
                 || [b"JOIN".as_slice(), b"UNION", b"STRAIGHT_JOIN", b"WITH"]
                     .iter()
                     .any(|w| cur.has_word(w))
             {
-                return None;
+                f.read_text = general;
+                return Some(f);
             }
             cur.at = select + 1;
             let from = cur.find_top_level(b"FROM");
@@ -120,18 +130,25 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
                         })
                         && (end + 2 == cur.toks.len()
                             || (end + 3 == cur.toks.len() && cur.is_punct_at(end + 2, b';'))));
-                if !tail_ok {
-                    return None;
+                match refs::references(cur, end).filter(|_| tail_ok) {
+                    Some(refs) => {
+                        f.read = refs.iter().map(|r| r.table.clone()).collect();
+                        f.refs = refs;
+                    }
+                    None => {
+                        f.read_text = general;
+                        return Some(f);
+                    }
                 }
-                let refs = refs::references(cur, end)?;
-                f.read = refs.iter().map(|r| r.table.clone()).collect();
-                f.refs = refs;
             }
             // Output columns the core cannot name (`*`, an expression) leave the statement to
-            // Python: sqlglot reads those lists, and the text around them, its own way.
-            let columns = projections(cur, select + 1, from.unwrap_or(cur.toks.len()))?;
-            if !paren {
-                f.columns = Some(columns);
+            // sqlglot: it reads those lists, and the text around them, its own way.
+            match projections(cur, select + 1, from.unwrap_or(cur.toks.len())) {
+                Some(columns) if !paren => f.columns = Some(columns),
+                Some(_) => {}
+                None => {
+                    (f.read, f.refs, f.read_text) = (Vec::new(), Vec::new(), general);
+                }
             }
         }
     }
@@ -340,6 +357,17 @@ pub fn rename(cur: &mut Cur) -> Option<Facts> {
             return Some(f);
         }
     }
+}
+
+/// ANALYZE, OPTIMIZE, REPAIR [NO_WRITE_TO_BINLOG | LOCAL] TABLE list.
+pub fn maintenance(cur: &mut Cur) -> Option<Facts> {
+    cur.skip_modifiers(&[b"NO_WRITE_TO_BINLOG", b"LOCAL"]);
+    if !cur.accept_any(&[b"TABLE", b"TABLES"]) {
+        return None;
+    }
+    let mut f = Facts::new("TABLE_MAINTENANCE");
+    f.updated = cur.name_list()?;
+    Some(f)
 }
 
 pub fn truncate(cur: &mut Cur) -> Option<Facts> {

@@ -1,14 +1,14 @@
-//! Statement facts (issue #43): what the rule engine reads of a Query the statement keys do not
-//! cover, read here instead of by the Python parser: DDL (databases, tables, indexes, renames,
-//! triggers with the tables their bodies write) and multi-table UPDATE and DELETE (their table
-//! references, aliases, SET columns and delete targets). The Python side (`rules.statement_facts`)
-//! applies the default database and the parser's own rules over these parts (which reference a
-//! target names, WL#40's rename list), so each part here is what `rules.statement_parser` reads
-//! from its tokens, by the same steps.
+//! Statement facts (issues #43, #80): the one reader of a Query's text the statement keys do not
+//! cover: its kind, DDL (databases, tables, indexes, renames, triggers with the tables their
+//! bodies write), multi-table UPDATE and DELETE (their table references, aliases, SET columns and
+//! delete targets), accounts, routines and the statements without tables. The Python side
+//! (`rules.statement_facts`) applies the default database and the rules over these parts (which
+//! reference a target names, WL#40's rename list).
 //!
-//! Where the core is not sure to read a statement as the Python parser does (non-ASCII text, a
-//! comment, a subquery, a shape sqlglot reads otherwise), `facts` is None and Python parses it;
-//! tests/core/test_statement_facts.py holds every answer here to the parser's.
+//! The tables a statement only reads (a subquery's, an INSERT ... SELECT's, a view's query) are
+//! sqlglot's to list: where the core does not read them itself it hands Python the text to read
+//! them from (`read_text`, and for a multi-table statement whose references it does not read,
+//! `refs_text`). None: the text is no statement (unclosed, no verb, a shape the server refuses).
 
 pub mod ddl;
 pub mod lex;
@@ -17,7 +17,7 @@ pub mod refs;
 pub mod trigger;
 
 pub(crate) use crate::stmt::one_of;
-use lex::{Cur, Kind, QName};
+use lex::{upper, Cur, Kind, QName};
 pub use refs::Ref;
 
 /// A SET assignment's column: its qualifier's parts (None: unqualified) and its name.
@@ -58,6 +58,13 @@ pub struct Facts {
     /// The object a statement without a table list changes (WL#2516 needs its database):
     /// (object type, its name: a database None for the default one).
     pub target: Option<(&'static str, QName)>,
+    /// The text sqlglot lists the read tables from, where the core leaves them to it.
+    pub read_text: Option<Vec<u8>>,
+    /// A multi-table UPDATE or DELETE's references (from the text's first WHERE, ORDER BY or
+    /// LIMIT word on cut off by Python), where sqlglot reads them: `refs` is empty then.
+    pub refs_text: Option<Vec<u8>>,
+    /// WITH's common table expressions: unqualified, these names are no tables.
+    pub ctes: Vec<Vec<u8>>,
 }
 
 impl Facts {
@@ -69,12 +76,12 @@ impl Facts {
     }
 }
 
-/// Whether every parenthesis of `sql` outside its strings, names and comments closes, in order
-/// (a schema file's DDL cut short: `CREATE TABLE t (a INT`); None where the core's lexer does not
-/// read the text (see lex::tokens: a versioned or line comment, bytes outside ASCII, anything
-/// unclosed), which Python's lexer then reads.
-pub fn parens_close(sql: &[u8]) -> Option<bool> {
-    let lexed = lex::tokens(sql)?;
+/// Whether every parenthesis of `sql` outside its strings, names and comments closes, in order,
+/// and nothing is left open (a schema file's DDL cut short: `CREATE TABLE t (a INT`).
+pub fn parens_close(sql: &[u8]) -> bool {
+    let Some(lexed) = lex::read(sql) else {
+        return false; // a string, name or comment left open
+    };
     let mut depth = 0usize;
     for t in &lexed.toks {
         if t.kind != lex::Kind::Punct {
@@ -84,85 +91,135 @@ pub fn parens_close(sql: &[u8]) -> Option<bool> {
             b'(' => depth += 1,
             b')' => match depth.checked_sub(1) {
                 Some(d) => depth = d,
-                None => return Some(false),
+                None => return false,
             },
             _ => {}
         }
     }
-    Some(depth == 0)
+    depth == 0
 }
 
-/// The facts of `sql` (a Query's text), or None where Python's parser reads it.
+/// The facts of `sql` (a Query's text), or None: no statement the rules read.
 pub fn facts(sql: &[u8]) -> Option<Facts> {
     let first = sql.iter().position(|b| !lex::space(*b))?;
-    // The verbs read here; every other text goes to Python before it is lexed.
     let verb_end = sql[first..]
         .iter()
         .position(|b| !b.is_ascii_alphabetic())
         .map_or(sql.len(), |n| first + n);
-    let verb = &sql[first..verb_end];
-    if !one_of(
-        verb,
-        &[
-            b"INSERT",
-            b"REPLACE",
-            b"UPDATE",
-            b"DELETE",
-            b"LOAD",
-            b"CREATE",
-            b"ALTER",
-            b"DROP",
-            b"RENAME",
-            b"TRUNCATE",
-            b"GRANT",
-            b"REVOKE",
-            b"CALL",
-        ],
+    // The key's shapes first, for the verbs it reads, before the text is lexed: a bulk INSERT is
+    // most of a statement binlog's bytes.
+    if one_of(
+        &sql[first..verb_end],
+        &[b"INSERT", b"REPLACE", b"UPDATE", b"DELETE"],
     ) {
-        return None;
+        let shape = crate::stmt::dml_shape(sql);
+        let kind = shape.as_ref().and_then(|shape| match shape.kind {
+            crate::stmt::KIND_INSERT => Some("INSERT"),
+            crate::stmt::KIND_REPLACE => Some("REPLACE"),
+            crate::stmt::KIND_UPDATE => Some("UPDATE"),
+            crate::stmt::KIND_DELETE => Some("DELETE"),
+            _ => None,
+        });
+        if let (Some(shape), Some(kind)) = (shape, kind) {
+            let mut f = Facts::new(kind);
+            f.updated
+                .push((shape.db.map(|d| d.into_owned()), shape.table.into_owned()));
+            return Some(f);
+        }
     }
-    // The key's shapes first, for the verbs it reads. An INSERT or REPLACE it does not read (an
-    // INSERT ... SELECT, whose read tables are sqlglot's to list; a comment) goes to Python
-    // unlexed: a bulk INSERT is most of a statement binlog's bytes.
-    let dml = one_of(verb, &[b"INSERT", b"REPLACE", b"UPDATE", b"DELETE"]);
-    if let Some(shape) = dml.then(|| crate::stmt::dml_shape(sql)).flatten() {
-        let kind = match shape.kind {
-            crate::stmt::KIND_INSERT => "INSERT",
-            crate::stmt::KIND_REPLACE => "REPLACE",
-            crate::stmt::KIND_UPDATE => "UPDATE",
-            crate::stmt::KIND_DELETE => "DELETE",
-            _ => return None,
-        };
-        let mut f = Facts::new(kind);
-        f.updated
-            .push((shape.db.map(|d| d.into_owned()), shape.table.into_owned()));
-        return Some(f);
-    }
-    if one_of(verb, &[b"INSERT", b"REPLACE"]) {
-        return None;
-    }
-    let lexed = lex::tokens(sql)?;
+    let lexed = lex::read(sql)?;
     let toks = lexed.toks;
     let mut cur = Cur::new(sql, &toks);
     cur.loose = lexed.loose;
-    if toks.first().map(|t| t.end - t.start) != Some(verb.len()) {
-        return None; // `CREATE_x ...`: no verb of these
-    }
+    let verb = upper(cur.word()?);
     cur.at = 1;
-    let verb = verb.to_ascii_uppercase();
-    match verb.as_slice() {
-        b"UPDATE" => update(&mut cur),
-        b"DELETE" => delete(&mut cur),
-        b"LOAD" => load(&mut cur),
-        b"CREATE" => ddl::create(&mut cur),
-        b"ALTER" => ddl::alter(&mut cur),
-        b"DROP" => ddl::drop(&mut cur),
-        b"RENAME" => ddl::rename(&mut cur),
-        b"TRUNCATE" => ddl::truncate(&mut cur),
-        b"GRANT" | b"REVOKE" => objects::grant(&mut cur),
-        b"CALL" => objects::call(&mut cur),
+    statement(&mut cur, &verb)
+}
+
+/// The statement opening with `verb` (upper-cased; the cursor after it).
+fn statement(cur: &mut Cur, verb: &[u8]) -> Option<Facts> {
+    match verb {
+        b"INSERT" => insert(cur, "INSERT"),
+        b"REPLACE" => insert(cur, "REPLACE"),
+        b"UPDATE" => update(cur),
+        b"DELETE" => delete(cur),
+        b"WITH" => with(cur),
+        b"LOAD" => load(cur),
+        b"CREATE" => ddl::create(cur),
+        b"ALTER" => ddl::alter(cur),
+        b"DROP" => ddl::drop(cur),
+        b"RENAME" => ddl::rename(cur),
+        b"TRUNCATE" => ddl::truncate(cur),
+        b"ANALYZE" | b"OPTIMIZE" | b"REPAIR" => ddl::maintenance(cur),
+        b"GRANT" | b"REVOKE" => objects::grant(cur),
+        b"CALL" => objects::call(cur),
+        b"SET" => Some(objects::set(cur)),
+        b"INSTALL" | b"UNINSTALL" => Some(objects::plugin()),
+        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("TRANSACTION")),
+        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE" | b"XA" => {
+            Some(Facts::new("TRANSACTION"))
+        }
+        b"DO" | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
+        | b"PREPARE" | b"EXECUTE" | b"DEALLOCATE" | b"SHUTDOWN" => Some(Facts::new("OTHER")),
         _ => None,
     }
+}
+
+/// The statement without its modifiers (LOW_PRIORITY, IGNORE, ...: sqlglot reads them as a
+/// table's name): `verb`, then the text from the cursor on.
+fn unmodified(cur: &Cur, verb: &[u8]) -> Vec<u8> {
+    [verb, &text_from(cur, cur.at)].concat()
+}
+
+/// The text from token `i` on (empty past the end).
+fn text_from(cur: &Cur, i: usize) -> Vec<u8> {
+    cur.toks
+        .get(i)
+        .map_or(&[][..], |t| &cur.sql[t.start..])
+        .to_vec()
+}
+
+/// INSERT or REPLACE the key does not read (`... SELECT`, a comment): its table, and the rest
+/// of the text for sqlglot's read tables.
+fn insert(cur: &mut Cur, kind: &'static str) -> Option<Facts> {
+    cur.skip_modifiers(&[b"LOW_PRIORITY", b"DELAYED", b"HIGH_PRIORITY", b"IGNORE"]);
+    cur.accept(b"INTO");
+    let mut f = Facts::new(kind);
+    f.updated.push(cur.qname()?);
+    f.read_text = Some(text_from(cur, cur.at));
+    Some(f)
+}
+
+/// WITH [RECURSIVE] c AS (...)[, ...] UPDATE|DELETE|INSERT|REPLACE ...: the main statement's
+/// facts, and the names of its common table expressions.
+fn with(cur: &mut Cur) -> Option<Facts> {
+    cur.accept(b"RECURSIVE");
+    let mut ctes = Vec::new();
+    loop {
+        ctes.push(cur.identifier()?);
+        if cur.accept_punct(b'(') {
+            cur.skip_balanced()?;
+        }
+        if !(cur.accept(b"AS") && cur.accept_punct(b'(')) {
+            return None;
+        }
+        cur.skip_balanced()?;
+        if !cur.accept_punct(b',') {
+            break;
+        }
+    }
+    let verb = upper(cur.word()?);
+    cur.at += 1;
+    let mut f = match verb.as_slice() {
+        b"SELECT" => return Some(Facts::new("OTHER")),
+        b"UPDATE" | b"DELETE" | b"INSERT" | b"REPLACE" => statement(cur, &verb)?,
+        _ => return None,
+    };
+    if f.read_text.is_some() {
+        f.read_text = Some(cur.sql.to_vec()); // the expressions' tables are read too
+    }
+    f.ctes = ctes;
+    Some(f)
 }
 
 /// `\b` at `i` of ASCII text, as Python's `re` sees it (word characters: letters, digits, `_`).
@@ -189,17 +246,34 @@ pub(crate) fn raw_word(sql: &[u8], from: usize, words: &[&[u8]]) -> Option<(usiz
 }
 
 /// Whether the statement's text (anywhere, strings included) holds SELECT, FROM or JOIN as a
-/// word: `statement_parser._read_tables` asks sqlglot for tables only then.
+/// word: `statement_facts._read_tables` asks sqlglot for tables only then.
 fn lists_reads(sql: &[u8]) -> bool {
     raw_word(sql, 0, &[b"SELECT", b"FROM", b"JOIN"]).is_some()
 }
 
-/// Multi-table UPDATE (and a single-table one the key does not read, with an alias): `_update`.
+/// UPDATE the key does not read: its references read here where they are plain, else by sqlglot.
 fn update(cur: &mut Cur) -> Option<Facts> {
+    let at = cur.at;
+    if let Some(f) = update_plain(cur) {
+        return Some(f);
+    }
+    cur.at = at;
+    cur.skip_modifiers(&[b"LOW_PRIORITY", b"IGNORE"]);
+    let set = cur.find_top_level(b"SET")?;
+    let mut f = Facts::new("UPDATE");
+    f.refs_text = Some(cur.sql[cur.toks.get(cur.at)?.start..cur.toks[set].start].to_vec());
+    f.set_columns = set_columns(cur, set + 1);
+    f.read_text = Some(unmodified(cur, b"UPDATE "));
+    Some(f)
+}
+
+/// Multi-table UPDATE (and a single-table one the key does not read, with an alias) over plain
+/// references (no subquery, comment or modifier: sqlglot's to read).
+fn update_plain(cur: &mut Cur) -> Option<Facts> {
     if cur.loose || cur.has_word(b"SELECT") || cur.has_word(b"WITH") {
         return None; // a subquery's tables are sqlglot's to list
     }
-    // LOW_PRIORITY, IGNORE: sqlglot reads them as a table's name (its read list is the parser's).
+    // LOW_PRIORITY, IGNORE: the general reader hands sqlglot the text without them.
     if cur.is(b"LOW_PRIORITY") || cur.is(b"IGNORE") {
         return None;
     }
@@ -271,8 +345,43 @@ fn set_columns(cur: &Cur, from: usize) -> Vec<SetColumn> {
     columns
 }
 
-/// DELETE: `_delete`, its three forms.
+/// DELETE the key does not read, its three forms: its references read here where they are
+/// plain, else by sqlglot.
 fn delete(cur: &mut Cur) -> Option<Facts> {
+    let at = cur.at;
+    if let Some(f) = delete_plain(cur) {
+        return Some(f);
+    }
+    cur.at = at;
+    cur.skip_modifiers(&[b"LOW_PRIORITY", b"QUICK", b"IGNORE"]);
+    let read_text = Some(unmodified(cur, b"DELETE "));
+    let (start, end) = if cur.accept(b"FROM") {
+        let start = cur.at;
+        match cur.find_top_level(b"USING") {
+            Some(using) => (start, using),
+            None => {
+                let mut f = Facts::new("DELETE");
+                f.updated.push(cur.qname()?);
+                f.read_text = read_text;
+                return Some(f);
+            }
+        }
+    } else {
+        (cur.at, cur.find_top_level(b"FROM")?)
+    };
+    let mut f = Facts::new("DELETE_MULTI");
+    f.targets = targets(cur, start, end, false)?;
+    let refs = text_from(cur, end + 1);
+    if refs.is_empty() {
+        return None; // nothing after FROM or USING
+    }
+    f.refs_text = Some(refs);
+    f.read_text = read_text;
+    Some(f)
+}
+
+/// DELETE over plain references (as UPDATE's).
+fn delete_plain(cur: &mut Cur) -> Option<Facts> {
     if cur.loose || cur.has_word(b"SELECT") || cur.has_word(b"WITH") {
         return None;
     }
@@ -296,12 +405,12 @@ fn delete(cur: &mut Cur) -> Option<Facts> {
                 f.updated.push(table);
                 return Some(f);
             }
-            Some(using) => (targets(cur, start, using)?, using + 1),
+            Some(using) => (targets(cur, start, using, true)?, using + 1),
         }
     } else {
         let from = cur.find_top_level(b"FROM")?;
         let start = cur.at;
-        (targets(cur, start, from)?, from + 1)
+        (targets(cur, start, from, true)?, from + 1)
     };
     let refs_start = cur.toks.get(refs_from)?.start;
     // `_cut_at_where`: the references end at the text's first WHERE, ORDER BY or LIMIT word,
@@ -362,9 +471,10 @@ fn ends_single_delete(cur: &Cur) -> bool {
         || (cur.is_punct_at(cur.at, b';') && cur.at + 1 == cur.toks.len())
 }
 
-/// `_delete_targets`: the names between `start` and `end`, split at commas. None where a
-/// target has more than two parts or anything but names and dots is there.
-fn targets(cur: &Cur, start: usize, end: usize) -> Option<Vec<Vec<Vec<u8>>>> {
+/// The delete targets: the names between `start` and `end`, split at commas (`a, db.b.*`: a,
+/// db.b). `plain`: None where a target has more than two parts or anything but names and dots is
+/// there, or none is.
+fn targets(cur: &Cur, start: usize, end: usize, plain: bool) -> Option<Vec<Vec<Vec<u8>>>> {
     let mut targets = Vec::new();
     let mut parts: Vec<Vec<u8>> = Vec::new();
     for i in start..end {
@@ -372,13 +482,13 @@ fn targets(cur: &Cur, start: usize, end: usize) -> Option<Vec<Vec<Vec<u8>>>> {
             parts.push(cur.name_of(&cur.toks[i]).into_owned());
         } else if cur.is_punct_at(i, b',') {
             targets.push(std::mem::take(&mut parts));
-        } else if !cur.is_punct_at(i, b'.') {
+        } else if plain && !cur.is_punct_at(i, b'.') {
             return None; // `t.*` too: sqlglot does not read it
         }
     }
     targets.push(parts);
     targets.retain(|t| !t.is_empty());
-    if targets.is_empty() || targets.iter().any(|t| t.len() > 2) {
+    if plain && (targets.is_empty() || targets.iter().any(|t| t.len() > 2)) {
         return None;
     }
     Some(targets)

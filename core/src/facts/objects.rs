@@ -1,8 +1,7 @@
 //! Statements about objects other than tables: accounts (CREATE/ALTER/DROP/RENAME USER and
 //! ROLE, GRANT, REVOKE), routines (procedures, functions, events, packages, servers, UDFs; CALL)
-//! and views' names: `_object_without_tables`, `_routine_target`, `_grant`, `_call` and the
-//! VIEW branches of rules.statement_parser, step by step. WL#2516 decides them by the database
-//! of the object they change (`Facts::target`).
+//! and views' names; SET, INSTALL and UNINSTALL. WL#2516 decides them by the database of the
+//! object they change (`Facts::target`).
 
 use super::lex::Cur;
 use super::Facts;
@@ -12,6 +11,23 @@ const ACCOUNT: (&str, Option<&[u8]>, &[u8]) = ("ACCOUNT", Some(b"mysql"), b"");
 
 fn target(f: &mut Facts, t: (&'static str, Option<&[u8]>, &[u8])) {
     f.target = Some((t.0, (t.1.map(<[u8]>::to_vec), t.2.to_vec())));
+}
+
+/// SET: PASSWORD and DEFAULT ROLE change the account tables; any other sets variables.
+pub fn set(cur: &Cur) -> Facts {
+    if !(cur.is(b"PASSWORD") || (cur.is(b"DEFAULT") && cur.is_word_at(cur.at + 1, b"ROLE"))) {
+        return Facts::new("SET");
+    }
+    let mut f = Facts::new("ACCOUNT");
+    target(&mut f, ACCOUNT);
+    f
+}
+
+/// INSTALL and UNINSTALL PLUGIN or SONAME change mysql.plugin.
+pub fn plugin() -> Facts {
+    let mut f = Facts::new("OTHER");
+    target(&mut f, ("PLUGIN", Some(b"mysql"), b"plugin"));
+    f
 }
 
 /// USER, ROLE: the account tables; PROCEDURE, FUNCTION, EVENT, ...: the routine they name.

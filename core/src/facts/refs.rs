@@ -1,5 +1,5 @@
 //! The table references of a multi-table UPDATE or DELETE (`a JOIN b ON ...`, `a, b`, nested
-//! parentheses), in statement order with their aliases: what `statement_parser._reference_tables`
+//! parentheses), in statement order with their aliases: what `statement_facts._reference_tables`
 //! asks sqlglot for. The shapes real binlogs hold; anything else (a derived table, index hints,
 //! PARTITION, a three-part name, a leading parenthesis sqlglot does not read) is None.
 
@@ -77,7 +77,7 @@ struct State {
     grouped: bool,
     /// A parenthesised join was read: nothing may follow it. sqlglot lists the tables of a
     /// statement breadth first, so a table after one would come before the tables of its inner
-    /// joins in the parser's read list.
+    /// joins in sqlglot's read list.
     group_closed: bool,
 }
 

@@ -1,5 +1,5 @@
-//! The statement facts on the shapes the Python parser's tests hold them to, and on prefixes
-//! and hostile bodies (tests/core/test_statement_facts.py holds them to the parser itself).
+//! The statement facts on hand-picked shapes, prefixes and hostile bodies
+//! (tests/core/test_statement_facts.py holds their answers through Python).
 
 use super::*;
 
@@ -44,9 +44,20 @@ fn delete_forms() {
             .updated,
         vec![q(None, "t")]
     );
-    // a WHERE word in a string, where the parser cuts the references: Python's
-    assert!(facts(b"DELETE t1 FROM t1 JOIN t2 ON t1.v = 'where' WHERE t1.a = 1").is_none());
-    assert!(facts(b"DELETE t1 FROM t1 JOIN t2 WHERE t1.a = (SELECT 1)").is_none());
+    // a WHERE word in a string, a subquery: the references are sqlglot's to read
+    for sql in [
+        b"DELETE t1 FROM t1 JOIN t2 ON t1.v = 'where' WHERE t1.a = 1".as_slice(),
+        b"DELETE LOW_PRIORITY t1 FROM t1 JOIN t2 WHERE t1.a = (SELECT 1)",
+    ] {
+        let f = facts(sql).expect("read");
+        assert!(f.refs.is_empty() && f.refs_text.is_some(), "{sql:?}");
+        assert_eq!(f.targets, vec![vec![b"t1".to_vec()]]);
+    }
+    let f = facts(b"DELETE LOW_PRIORITY t1 FROM t1 JOIN t2 WHERE t1.a = 1").expect("read");
+    assert_eq!(
+        f.read_text.as_deref(),
+        Some(b"DELETE t1 FROM t1 JOIN t2 WHERE t1.a = 1".as_slice())
+    );
 }
 
 #[test]
@@ -66,7 +77,12 @@ fn ddl_shapes() {
             Some(vec![b"id".to_vec(), b"w".to_vec()])
         )
     );
-    assert!(facts(b"CREATE TABLE t SELECT * FROM a.t1").is_none());
+    let f = facts(b"CREATE TABLE t SELECT * FROM a.t1").expect("read");
+    assert_eq!((f.read, f.columns), (vec![], None)); // `*`: sqlglot's to read
+    assert_eq!(
+        f.read_text.as_deref(),
+        Some(b"SELECT * FROM a.t1".as_slice())
+    );
     let f = facts(b"RENAME TABLE a TO b, c.d TO e").expect("read");
     assert_eq!(
         f.renames,
@@ -81,8 +97,18 @@ fn ddl_shapes() {
         facts(b"DROP DATABASE IF EXISTS d_x").expect("read").db_name,
         Some(b"d_x".to_vec())
     );
-    assert!(facts(b"DROP TABLE t -- gone").is_none());
+    assert_eq!(
+        facts(b"/*!40000 DROP TABLE t */ -- gone")
+            .expect("read")
+            .updated,
+        vec![q(None, "t")]
+    );
     assert!(facts(b"CREATE TABLE key.t (a INT)").is_none()); // a reserved word as a name
+    let f = facts(b"CREATE TABLE quick (value INT PRIMARY KEY, duplicate INT)").expect("read");
+    assert_eq!(
+        f.columns,
+        Some(vec![b"value".to_vec(), b"duplicate".to_vec()])
+    ); // keywords MariaDB does not reserve
 }
 
 #[test]
@@ -150,20 +176,17 @@ fn every_prefix_is_read_or_refused_without_a_panic() {
 
 #[test]
 fn parentheses_close_outside_strings_names_and_comments() {
-    let cases: [(&[u8], Option<bool>); 10] = [
-        (
-            b"CREATE TABLE t (a INT, b DECIMAL(10,2), KEY k (a))",
-            Some(true),
-        ),
-        (b"CREATE TABLE t (a INT", Some(false)),
-        (b"CREATE TABLE t (a INT)) ENGINE=x (", Some(false)),
-        (b"CREATE TABLE t (a INT COMMENT ')(')", Some(true)),
-        (b"CREATE TABLE `a(` (b INT /* ) */)", Some(true)),
-        (b"CREATE TABLE t (a INT COMMENT 'it''s (')", Some(true)),
-        (b"CREATE TABLE t (a INT COMMENT 'open", None), // unclosed: Python's lexer says so
-        (b"CREATE TABLE t (a INT) -- (", None),         // a line comment: Python's to read
-        (b"/*!40101 CREATE TABLE t (a INT) */", None),  // a versioned comment: code to mysqld
-        (b"", Some(true)),
+    let cases: [(&[u8], bool); 10] = [
+        (b"CREATE TABLE t (a INT, b DECIMAL(10,2), KEY k (a))", true),
+        (b"CREATE TABLE t (a INT", false),
+        (b"CREATE TABLE t (a INT)) ENGINE=x (", false),
+        (b"CREATE TABLE t (a INT COMMENT ')(')", true),
+        (b"CREATE TABLE `a(` (b INT /* ) */)", true),
+        (b"CREATE TABLE t (a INT COMMENT 'it''s (')", true),
+        (b"CREATE TABLE t (a INT COMMENT 'open", false), // left open
+        (b"CREATE TABLE t (a INT) -- (", true),          // a line comment
+        (b"/*!40101 CREATE TABLE t (a INT) */", true),   // a versioned comment: code to mysqld
+        (b"/*!40101 CREATE TABLE t (a INT */", false),
     ];
     for (sql, want) in cases {
         assert_eq!(parens_close(sql), want, "{}", String::from_utf8_lossy(sql));

@@ -1,6 +1,6 @@
 //! CREATE TRIGGER: the trigger, its table, and for the schema model its timing, event and the
-//! tables its body writes (`_create_trigger` of rules.statement_parser, then the model's
-//! `_create_trigger` and `ddl_text.body_writes`), read exactly where those find them, or not at all.
+//! tables its body writes (the model's `_create_trigger` and `ddl_text.body_writes`), read
+//! exactly where those find them, or not at all (the model then reads the text).
 
 use super::lex::{upper, Cur, Kind, QName};
 use super::{one_of, raw_word, Facts, TriggerDef};
@@ -9,9 +9,25 @@ use super::{one_of, raw_word, Facts, TriggerDef};
 /// FOR EACH ROW body: the trigger, its table (in the trigger's database when unqualified) and
 /// its definition (read exactly where the schema model's patterns find it, or not at all).
 pub fn create_trigger(cur: &mut Cur) -> Option<Facts> {
-    if cur.loose {
-        return None; // the model's patterns search the raw text
+    let at = cur.at;
+    if let Some(f) = defined(cur).filter(|_| !cur.loose) {
+        return Some(f); // (loose text: the model's patterns search the raw text)
     }
+    // The trigger and the table after its first ON; the model reads the rest from the text.
+    cur.at = at;
+    cur.if_exists();
+    let trigger = cur.qname()?;
+    if !cur.skip_to(b"ON") {
+        return None;
+    }
+    let mut f = Facts::new("CREATE_TRIGGER");
+    f.updated.push(cur.qname()?);
+    f.trigger = Some(trigger);
+    Some(f)
+}
+
+/// CREATE TRIGGER with the definition read.
+fn defined(cur: &mut Cur) -> Option<Facts> {
     cur.if_exists();
     let trigger = cur.qname()?;
     let timing_at = cur.at;

@@ -79,6 +79,12 @@ records! {
         columns: Option<Vec<Vec<u8>>> as Option<Vec<Py<PyBytes>>>,
         trigger_def: Option<Py<TriggerDefinition>>,
         target: Option<Py<ObjectTarget>>,
+        /// The text sqlglot lists the read tables from, where the core leaves them to it.
+        read_text: Option<Py<PyBytes>>,
+        /// A multi-table statement's references, where sqlglot reads them (`refs` empty).
+        refs_text: Option<Py<PyBytes>>,
+        /// WITH's common table expressions' names.
+        ctes: Vec<Vec<u8>> as Vec<Py<PyBytes>>,
     }
 
     /// `body_reach`: the tables the body statements the core clears reach alone (QualifiedName,
@@ -109,8 +115,8 @@ fn qnames(py: Python<'_>, names: &[QName]) -> PyResult<Py<PyList>> {
     list(py, names.iter().map(|q| qname(py, q)))
 }
 
-/// A statement's facts (see facts::facts) for `rules.statement_facts`; None where Python's
-/// parser reads it.
+/// A statement's facts (see facts::facts) for `rules.statement_facts`; None: no statement the
+/// rules read.
 #[stub]
 #[pyfunction]
 pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<StatementFacts>> {
@@ -169,6 +175,9 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         columns: f.columns,
         trigger_def,
         target,
+        read_text: f.read_text.as_deref().map(|t| bytes(py, t)),
+        refs_text: f.refs_text.as_deref().map(|t| bytes(py, t)),
+        ctes: f.ctes,
     }))
 }
 
@@ -189,10 +198,10 @@ pub(super) fn body_reach(py: Python<'_>, sql: &[u8], form: u8) -> PyResult<Optio
     }))
 }
 
-/// Whether `sql`'s parentheses close (see facts::parens_close); None where Python's lexer reads it.
+/// Whether `sql`'s parentheses close and nothing is left open (see facts::parens_close).
 #[stub]
 #[pyfunction]
-pub(super) fn parens_close(sql: &[u8]) -> Option<bool> {
+pub(super) fn parens_close(sql: &[u8]) -> bool {
     crate::facts::parens_close(sql)
 }
 
