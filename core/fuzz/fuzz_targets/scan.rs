@@ -183,9 +183,14 @@ fuzz_target!(|data: &[u8]| {
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
     let row = plan.rows(&keep);
     // Bytes by table (`experiment`): the envelopes shared out are the fast units' framing's.
-    let by_table = _core::tally::table_bytes(&plan, &[&buf[..]], scanner.names.len());
+    // Buckets of 0 s (taken as 1), a minute, an hour or whatever the input's first byte says.
+    let seconds = [0, 60, 3600, u32::from(control)][usize::from(control >> 6)];
+    let by_table = _core::tally::table_bytes(&plan, &[&buf[..]], scanner.names.len(), seconds);
     assert_eq!(by_table.envelope.iter().sum::<u64>(), by_table.shared);
     assert!(by_table.shared <= by_table.framing);
+    // The time runs start in unit order, each at a unit of the list.
+    assert!(by_table.cuts.windows(2).all(|w| w[0].0 < w[1].0));
+    assert!(by_table.cuts.iter().all(|c| c.0 < plan.units.len()));
     // Many slaves at once answer as each alone.
     let other: Vec<u8> = keep.iter().map(|k| k ^ (control & 1)).collect();
     assert_eq!(
