@@ -17,7 +17,6 @@ import datetime as dt
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,14 +28,9 @@ import grpc
 from bench.common import process_cpu_s, row_binlog, target_mb, write_result
 
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
+from dumpfilter.lab.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -48,7 +42,7 @@ def _peak_rss_mb(pid: int) -> float:
 
 class Master:
     def __init__(self, binlog_dir: Path, extra: tuple[str, ...] = ()):
-        self.port = _free_port()
+        self.port = free_port()
         self.proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
                                       str(binlog_dir), "--listen", f"127.0.0.1:{self.port}", *extra], cwd=ROOT,
                                      stderr=subprocess.DEVNULL)

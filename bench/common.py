@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from dumpfilter.workload import WorkloadSpec, generate
+from dumpfilter.lab.ports import free_port
 
 BENCH_DIR = Path(__file__).resolve().parent
 DATA_DIR = BENCH_DIR / "data"
@@ -66,12 +67,6 @@ def process_cpu_s(pid: int) -> float:
     """A live process's CPU seconds so far (utime + stime, from /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve_master(binlog_dir: Path | str, *options: str, log: Path | None = None) -> tuple[subprocess.Popen, str, int]:

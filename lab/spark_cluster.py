@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -24,6 +23,7 @@ from typing import IO, Any
 
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.children import dies_with_parent
+from dumpfilter.lab.ports import free_port
 
 
 class ClusterError(DumpFilterError):
@@ -35,13 +35,6 @@ def spark_home() -> Path:
     import pyspark
 
     return Path(pyspark.__file__).resolve().parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
-        return port
 
 
 class StandaloneCluster:
@@ -56,7 +49,7 @@ class StandaloneCluster:
         self.start_timeout = start_timeout
         self._own_dir = directory is None
         self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dumpfilter-spark-"))
-        self.port, self.ui_port = _free_port(), _free_port()
+        self.port, self.ui_port = free_port(), free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
         self._logs: list[IO[bytes]] = []  # each process's log file, closed with it in stop()
 
@@ -99,8 +92,8 @@ class StandaloneCluster:
             work = self.dir / f"worker-{k}"
             work.mkdir(exist_ok=True)
             self._spawn(f"worker-{k}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                        "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(_free_port()),
-                        "--port", str(_free_port()), "--work-dir", str(work), self.url)
+                        "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(free_port()),
+                        "--port", str(free_port()), "--work-dir", str(work), self.url)
         deadline = time.monotonic() + self.start_timeout
         while self.alive_workers() < self.workers:
             dead = [p for p in self.processes if p.poll() is not None]

@@ -11,7 +11,6 @@ import atexit
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from dumpfilter.errors import ExternalError
 from dumpfilter.children import dies_with_parent
+from dumpfilter.lab.ports import free_port
 from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
 import contextlib
 
@@ -115,13 +115,6 @@ def _require_binary(name: str, basedir: str | os.PathLike[str] | None) -> str:
         where = f"under {basedir}" if basedir else "on PATH"
         raise SandboxError(f"{name} not found {where}; install MariaDB server/client packages")
     return path
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]  # (host, port) of an AF_INET socket
-        return port
 
 
 # --- tracking and cleanup -------------------------------------------------------------
@@ -278,7 +271,7 @@ class MariaDBServer:
             key = template_key([install_db, mariadbd], settings)
             copy_fresh_datadir(self.datadir, key, lambda root: self._install(install_db, root))
             for attempt in range(3):
-                self.port = self.chosen_port or _free_port()
+                self.port = self.chosen_port or free_port()
                 self._launch(mariadbd)
                 try:
                     self._wait_ready()

@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 import pytest
+from dumpfilter.lab.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,12 +32,6 @@ rules = ["replicate-do-db=db1"]
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _demo_command(*variables: str) -> list[str]:
     """The dumpfilter command line `make demo` runs with these variables (its last line under -n)."""
     dry = subprocess.run(["make", "-n", "-C", str(ROOT), "--no-print-directory", "demo", *variables],
@@ -50,7 +44,7 @@ def _demo_command(*variables: str) -> list[str]:
 
 def test_make_demo_listens_where_it_is_told(tmp_path):
     (tmp_path / "t.toml").write_text(TOPOLOGY)
-    port = _free_port()
+    port = free_port()
     command = _demo_command(f"LISTEN=127.0.0.1:{port}", f"DEMO_ARGS=--topology {tmp_path / 't.toml'} "
                                                         f"--out {tmp_path / 'out'} --no-progress")
     assert command[-7:] == ["--listen", f"127.0.0.1:{port}", "--topology", str(tmp_path / "t.toml"),

@@ -20,6 +20,7 @@ from dumpfilter.harness import (
     lint,
     simulate,
 )
+from dumpfilter.lab.ports import free_port
 
 pytestmark = pytest.mark.grpc
 
@@ -29,12 +30,6 @@ def binlog(tmp_path_factory):
     directory = tmp_path_factory.mktemp("harness-binlog")
     generate_binlog(directory, transactions=200, schemas=3)
     return directory
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def listen_on(port: int) -> socket.socket:

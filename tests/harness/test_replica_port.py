@@ -5,26 +5,15 @@ a port that is not one is refused in one line."""
 
 from __future__ import annotations
 
-import socket
 
 import pymysql
 import pytest
 
 from dumpfilter.errors import InvalidArgumentError
 from dumpfilter.harness import Master, Replica
+from dumpfilter.lab.ports import free_port
 
 pytestmark = pytest.mark.mariadb
-
-
-def _free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def _listens_as_mariadb(port: int) -> str:
@@ -35,7 +24,7 @@ def _listens_as_mariadb(port: int) -> str:
 
 
 def test_the_fixture_takes_the_replica_port(dumpfilter_binlog, dumpfilter_master, dumpfilter_replica):
-    replica_port, endpoint_port = _free_ports(2)
+    replica_port, endpoint_port = free_port(), free_port()
     master = dumpfilter_master(dumpfilter_binlog(transactions=60), mysql_listen=f"127.0.0.1:{endpoint_port}")
     assert master.mysql_port == endpoint_port
     replica = dumpfilter_replica(master, ["replicate-do-db=db1"], port=replica_port)
@@ -47,7 +36,7 @@ def test_the_fixture_takes_the_replica_port(dumpfilter_binlog, dumpfilter_master
 def test_the_class_takes_the_replica_port(tmp_path):
     from dumpfilter.harness import generate_binlog
 
-    (replica_port,) = _free_ports(1)
+    replica_port = free_port()
     generate_binlog(tmp_path / "bin", transactions=40)
     with Master(tmp_path / "bin", mysql_listen="127.0.0.1:0") as master, \
             Replica(master, ["replicate-do-db=db2"], port=replica_port) as replica:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.master.read.windows import MappingFiles
 from dumpfilter.workload.generator import WorkloadSpec, _Generator
 from tests.support.dump_helpers import run_slave
+from dumpfilter.lab.ports import free_port
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc/self/fd").is_dir(),
                                 reason="counts descriptors in /proc/self/fd (Linux)")
@@ -258,9 +258,7 @@ def test_master_serve_maps_with_huge_pages_only_when_asked(tmp_path, huge):
     directory = tmp_path / "binlog"
     directory.mkdir()
     path = _closed_binlog(directory, 4)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir", str(directory),
                              "--listen", f"127.0.0.1:{port}", *(["--binlog-huge-pages"] if huge else [])],
                             stderr=subprocess.PIPE, text=True)

@@ -6,7 +6,6 @@ primary key: a second apply stops the replica with a duplicate-key error)."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import threading
 import time
@@ -18,14 +17,9 @@ from dumpfilter.lab.sandbox import make_replica, replica_status, wait_caught_up
 
 from tests.support.mysql_replicas import converge, point_at, serve_master
 from tests.support.waiting import wait_for
+from dumpfilter.lab.ports import free_port
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(300)]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _serve(binlog_dir, port: int, replicas: Path, log: Path) -> subprocess.Popen:
@@ -46,7 +40,7 @@ def test_replicas_reconnect_after_kill_9_and_restart(mariadb_factory, tmp_path):
     replicas.write_text("".join(f'[[slaves]]\nname = "r{sid}"\nserver_id = {sid}\nflavor = "mariadb"\n'
                                 f'rules = ["replicate-ignore-db=s2"]\nskip_policy = "{policy}"\n\n'
                                 for sid, policy in ((61, "heartbeat"), (62, "empty-transaction"))))
-    port, log = _free_port(), tmp_path / "master.log"
+    port, log = free_port(), tmp_path / "master.log"
     proc = _serve(primary.binlog_dir, port, replicas, log)
     stop = threading.Event()
     written = []

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from dumpfilter.codec import EventType
 from dumpfilter.lab.sandbox import replica_status
 
 from tests.support.mysql_replicas import point_at, serve_master, wait_applied
+from dumpfilter.lab.ports import free_port
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.grpc, pytest.mark.timeout(300)]
 
@@ -72,12 +72,6 @@ def _workload(tmp_path: Path) -> list[str]:
         "INSERT INTO secret.b VALUES (9, @p)",
         "INSERT INTO a VALUES (8, 'ok-8')",
     ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _serve(binlog_dir: Path, policy: Path, grpc_port: int, mysql_port: int, log: Path) -> subprocess.Popen:
@@ -134,7 +128,7 @@ def served(request, mariadb_factory, tmp_path_factory):
     primary.execute(_workload(tmp_path), db="shop")
     policy = tmp_path / "policy.toml"
     policy.write_text(POLICY)
-    grpc_port, mysql_port = _free_port(), _free_port()
+    grpc_port, mysql_port = free_port(), free_port()
     proc = _serve(primary.binlog_dir, policy, grpc_port, mysql_port, tmp_path / "master.log")
     try:
         master = f"127.0.0.1:{grpc_port}"

@@ -6,7 +6,6 @@ the RPC is gone."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from dumpfilter.master.serve.grpc_server import _dump_reply_bytes
 from dumpfilter.master.stream.send_ahead import OutputBudget, SendAhead
 from dumpfilter.v1 import dump_pb2
 from tests.support.dump_helpers import run_slave
+from dumpfilter.lab.ports import free_port
 
 
 class Stream:
@@ -107,9 +107,7 @@ def test_a_gone_rpc_stops_the_thread_without_close():
 def test_a_served_master_stops_at_sigterm_after_its_slave_left(workload_dir, tmp_path):
     """`master serve` streams to a slave that leaves once caught up, then ends within its grace
     period at SIGTERM: no Dump handler is left waiting for replies that never come."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",
                              str(workload_dir), "--listen", f"127.0.0.1:{port}"], stderr=subprocess.PIPE, text=True)
     try:

@@ -5,7 +5,6 @@ not retried; a master that comes up during the retries is reached."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import threading
@@ -17,15 +16,10 @@ import pytest
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.slave.node import Slave
 from dumpfilter.slave.config import SlaveConfig
+from dumpfilter.lab.ports import free_port
 
 pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _slave(tmp_path, address, **options) -> tuple[Slave, list[str]]:
@@ -36,7 +30,7 @@ def _slave(tmp_path, address, **options) -> tuple[Slave, list[str]]:
 
 
 def test_slave_with_master_down_tells_each_attempt_and_gives_up_after_retry_count(tmp_path):
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     slave, told = _slave(tmp_path, address, connect_retry=0.05, retry_count=3)
     with pytest.raises(DumpFilterError, match=r"not reached after 4 failed attempts \(--retry-count 3\).*UNAVAILABLE"):
         slave.run()
@@ -47,7 +41,7 @@ def test_slave_with_master_down_tells_each_attempt_and_gives_up_after_retry_coun
 
 
 def test_slave_with_master_down_exits_2_after_connect_timeout(tmp_path):
-    address = f"127.0.0.1:{_free_port()}"
+    address = f"127.0.0.1:{free_port()}"
     run = subprocess.run([sys.executable, "-m", "dumpfilter", "slave", "run", "--master", address, "--server-id", "7",
                           "--relay-log-dir", str(tmp_path / "relay"), "--until-caught-up", "--connect-retry", "0.2",
                           "--connect-timeout", "2"], capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)
@@ -90,7 +84,7 @@ def test_final_errors_are_not_retried(tmp_path, workload_dir, master_factory):
 def test_slave_reaches_a_master_that_comes_up_while_it_retries(tmp_path, workload_dir):
     from dumpfilter.master.serve.grpc_server import create_server
 
-    port = _free_port()
+    port = free_port()
     slave, told = _slave(tmp_path, f"127.0.0.1:{port}", connect_retry=0.2, connect_timeout=30)
     masters = []
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ import grpc
 import pytest
 
 from dumpfilter.slave.status import status_fields
+from dumpfilter.lab.ports import free_port
 
 pytestmark = pytest.mark.grpc
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,9 +34,7 @@ def _wait_for(predicate, steps: int = 600) -> bool:
 
 
 def test_slave_status_shows_the_filter_the_master_changed(workload_dir, tmp_path):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     address = f"127.0.0.1:{port}"
     relay = tmp_path / "relay"
     master = subprocess.Popen([sys.executable, "-m", "dumpfilter", "master", "serve", "--binlog-dir",

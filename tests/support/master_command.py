@@ -4,15 +4,9 @@ address once it says it serves), stopped with SIGTERM (it must drain and end by 
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from dumpfilter.lab.ports import free_port
 
 
 def serve_master(binlog_dir, *args: str, prefix=(), **popen) -> tuple[subprocess.Popen, str]:

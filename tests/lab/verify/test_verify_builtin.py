@@ -4,13 +4,13 @@ ROW, STATEMENT and MIXED, and a deliberately non-equivalent setup fails, naming 
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 
 from dumpfilter.cli.app import main
 from dumpfilter.topology import parse_topology
 from dumpfilter.lab.verify import DIFFERENT, IDENTICAL, NO_REFERENCE, Verification, builtin_paths
+from dumpfilter.lab.ports import free_port
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.timeout(240)]
 
@@ -108,12 +108,6 @@ def test_equivalent_setup_passes_through_the_cli(tmp_path, capsys):
     assert {t["table"]: t["reference_rows"] for t in pair["tables"]} == {"a.t1": 3, "a.t2": 0}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_the_master_listens_where_it_is_told(tmp_path, capsys):
     """Issue #82: verify's master and its MySQL endpoint took free ports of their own (a harness on a
     shared host could not give them). `--listen` and `--mysql-listen` pin them; the progress lines
@@ -121,7 +115,7 @@ def test_the_master_listens_where_it_is_told(tmp_path, capsys):
     (tmp_path / "topology.toml").write_text(TOPOLOGY.replace('flavor = "mariadb"', 'flavor = "mariadb"\nkind = "mariadb"'))
     (tmp_path / "workload.sql").write_text(WORKLOAD)
     (tmp_path / "seed.sql").write_text(SEED)
-    grpc_port, mysql_port = _free_port(), _free_port()
+    grpc_port, mysql_port = free_port(), free_port()
     status = main(["verify", "--topology", str(tmp_path / "topology.toml"), "--workload",
                    str(tmp_path / "workload.sql"), "--seed", str(tmp_path / "seed.sql"), "--json",
                    "--listen", f"127.0.0.1:{grpc_port}", "--mysql-listen", f"127.0.0.1:{mysql_port}"])
