@@ -119,7 +119,7 @@ clippy-component:
 
 test: system-deps setup lint
 	cd core && cargo test --release --quiet
-	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q
+	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q --durations=20
 
 test-fast: setup
 	$(VENV)/bin/pytest -q -m "not mariadb and not spark"
