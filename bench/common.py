@@ -69,6 +69,24 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def settle(busy_below: float = 0.25, within_s: float = 20.0) -> dict[str, float]:
+    """Waits (at most `within_s`) until the machine's CPUs were busy less than `busy_below` of a
+    second, so a figure does not start while the last one's processes wind down (64 slave
+    processes take seconds to exit); returns the busy share it started at and the load average."""
+    def busy_share() -> float:
+        def ticks() -> tuple[int, int]:
+            fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+            return sum(fields), fields[3] + fields[4]  # all, idle + iowait
+        (all0, idle0), _ = ticks(), time.sleep(1.0)
+        all1, idle1 = ticks()
+        return 1.0 - (idle1 - idle0) / max(all1 - all0, 1)
+
+    deadline, share = time.monotonic() + within_s, busy_share()
+    while share >= busy_below and time.monotonic() < deadline:
+        share = busy_share()
+    return {"busy_share_at_start": round(share, 2), "loadavg_1min_at_start": round(os.getloadavg()[0], 2)}
+
+
 def serve_master(binlog_dir: Path | str, *options: str, log: Path | None = None) -> tuple[subprocess.Popen, str, int]:
     """`dumpfilter master serve --binlog-dir DIR --listen ... --mysql-listen ... OPTIONS` as a
     process of its own (the production configuration): (process, gRPC address, MySQL port), once

@@ -14,7 +14,8 @@ MariaDB's binlog, written once and cached under bench/data/:
 
 The figures, each from processes of their own (`dumpfilter master serve`, `slave run
 --until-caught-up`, `experiment`, `filter`), over real gRPC, best of DUMPFILTER_BENCH_REPEAT (2)
-interleaved runs after one warm-up stream per master:
+interleaved runs after one warm-up stream per master, each started once the machine's CPUs are
+quiet again (`bench.common.settle`: at most 20 s):
 
   policy       a heartbeat `replicate-do-db` stream under a master policy whose identity is
                allowed everything (`allow = ["%.%"]`), on the slave's own clock (first Dump
@@ -49,7 +50,7 @@ from pathlib import Path
 
 from bench.bench_dump import Master
 from bench.bench_skip_policies import POLICY, experiment_vs_filter, stream_seconds
-from bench.common import write_result
+from bench.common import settle, write_result
 
 REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
 MB = int(os.environ.get("DUMPFILTER_MATRIX_MB", "520"))
@@ -133,12 +134,14 @@ def _fanout(path: Path, schemas: list[str]) -> dict[str, float]:
         best: dict[int, dict] = {}
         for _ in range(REPEAT):
             for rules in ([()], [("--replicate-do-db", db) for db in schemas]):
+                settle()
                 got = fanout.run(served, rules, 0.0)
                 if len(rules) not in best or got["master_cpu_s"] < best[len(rules)]["master_cpu_s"]:
                     best[len(rules)] = got
         # 64 slaves (eight per schema) once: they are sent the binlog eight times over. Their goal
         # is the transport's own ratio (bench.grpc_floor: a bare gRPC server streaming as many bytes
         # to 64 clients against the binlog's bytes to one) + FANOUT64_OVER_FLOOR, measured here.
+        settle()
         sixty_four = fanout.run(served, [("--replicate-do-db", db) for db in schemas * 8], 0.0)
     mb = path.stat().st_size >> 20
     floor = floor_cpu(8 * mb, [64], 1)[64] / 8 / floor_cpu(mb, [1], REPEAT)[1]
@@ -153,8 +156,9 @@ def _fanout(path: Path, schemas: list[str]) -> dict[str, float]:
 def _experiment(path: Path, schemas: list[str]) -> dict:
     # Both commands take a second or two here: best of SHORT_REPEAT, as the short streams are
     # (a single run moved 1.1x -> 2.2x with the load).
+    started = settle()  # not while the 64 slaves of `_fanout` still exit: experiment runs on both cores
     got = experiment_vs_filter(path, schemas, max(REPEAT, SHORT_REPEAT))
-    return {"experiment24": got["experiment_vs_filter"], "experiment_seconds": got["seconds"]}
+    return {"experiment24": got["experiment_vs_filter"], "experiment_seconds": got["seconds"], "experiment_started": started}
 
 
 def _met(name: str, value: float, got: dict | None = None) -> bool:
@@ -189,6 +193,7 @@ def main() -> dict:
         path = make()
         size = path.stat().st_size
         got: dict = {"binlog_mb": round(size / 1e6, 1)}
+        got["started"] = settle()
         got.update(_policy_and_skips(path, schemas[0]))
         got.update(_fanout(path, schemas))
         got.update(_experiment(path, schemas))
