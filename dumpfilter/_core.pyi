@@ -21,6 +21,7 @@ __all__ = [
     "BODY_ROUTINE",
     "BODY_TRIGGER",
     "BodyReach",
+    "BodyWrite",
     "CountJob",
     "CountResult",
     "DomainSeq",
@@ -88,7 +89,6 @@ __all__ = [
     "TableReference",
     "TimeCut",
     "TriggerDefinition",
-    "TriggerWrite",
     "UNIT_WORDS",
     "UnitEnd",
     "UnitEntry",
@@ -291,6 +291,26 @@ class BodyReach:
     def starts(self) -> builtins.list[builtins.int]: ...
     @property
     def ends(self) -> builtins.list[builtins.int]: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class BodyWrite:
+    r"""
+    A write of a trigger's or function's body: the table (a database None: the trigger's or
+    function's) and the trigger event it fires; or, table None, a body statement the
+    statement key does not read, at bytes [start, end) of the text (event "").
+    """
+    @property
+    def table(self) -> typing.Optional[QualifiedName]: ...
+    @property
+    def event(self) -> builtins.str: ...
+    @property
+    def start(self) -> builtins.int: ...
+    @property
+    def end(self) -> builtins.int: ...
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1058,6 +1078,12 @@ class StatementFacts:
     @property
     def trigger_def(self) -> typing.Optional[TriggerDefinition]: ...
     @property
+    def writes(self) -> typing.Optional[builtins.list[BodyWrite]]:
+        r"""
+        BodyWrite per write of a CREATE TRIGGER's or CREATE FUNCTION's body, in body order;
+        None: not followed (a CALL or dynamic SQL could write more).
+        """
+    @property
     def target(self) -> typing.Optional[ObjectTarget]: ...
     @property
     def read_text(self) -> typing.Optional[bytes]:
@@ -1278,26 +1304,6 @@ class TriggerDefinition:
     """
     @property
     def timing(self) -> builtins.str: ...
-    @property
-    def event(self) -> builtins.str: ...
-    @property
-    def writes(self) -> typing.Optional[builtins.list[TriggerWrite]]:
-        r"""
-        TriggerWrite in body order; None: a CALL or dynamic SQL could write more.
-        """
-    def __len__(self) -> builtins.int: ...
-    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
-    def __iter__(self) -> typing.Iterator[typing.Any]: ...
-    def __hash__(self) -> builtins.int: ...
-
-@typing.final
-class TriggerWrite:
-    r"""
-    A table a trigger's body writes, and the event (a table without a database is in the
-    trigger's).
-    """
-    @property
-    def table(self) -> QualifiedName: ...
     @property
     def event(self) -> builtins.str: ...
     def __len__(self) -> builtins.int: ...

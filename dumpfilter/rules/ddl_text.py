@@ -1,5 +1,5 @@
 """What the text of one DDL statement says, read without a schema: the column list of CREATE TABLE,
-CREATE VIEW and CREATE SEQUENCE, ALTER TABLE's column changes, the tables a trigger body writes. The
+CREATE VIEW and CREATE SEQUENCE, ALTER TABLE's column changes. The
 schema model (rules.schema) applies these in order, importing this module only when a table's columns
 are first asked for (`filter` never is); the core reads the common forms itself (core/src/facts).
 """
@@ -12,17 +12,12 @@ from collections.abc import Callable
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sqltokens import LexError, tokenize
-from dumpfilter.rules.statement_info import Kind, TableRef
-from dumpfilter.rules.statements import statement_tables
 
 ColumnsOf = Callable[[str, str], "tuple[str, ...] | None"]  # (db, table) -> its columns, None: unknown
 
 # A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
 SEQUENCE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment",
                     "cache_size", "cycle_option", "cycle_count")
-_WRITE_WORDS = frozenset({"INSERT", "REPLACE", "UPDATE", "DELETE"})
-MAX_WRITES_PER_STATEMENT = 8  # a trigger body's write words before one `;` (core/src/facts/trigger.rs)
-_NOT_A_WRITE_BEFORE = frozenset({"KEY", "FOR", "ON", "DUPLICATE"})  # ON DUPLICATE KEY UPDATE, FOR UPDATE, ON DELETE
 
 
 # Key and character-set changes keep every column's name, and sqlglot reads neither as an ALTER:
@@ -137,56 +132,3 @@ def _columns_by_hand(sql: str) -> tuple[str, ...] | None:
             if token.is_identifier:
                 names.append(token.value.lower())
     return tuple(names) or None
-
-
-_FIRES = {Kind.INSERT: ("INSERT",), Kind.LOAD_DATA: ("INSERT",), Kind.REPLACE: ("INSERT", "DELETE"),
-          Kind.UPDATE: ("UPDATE",), Kind.UPDATE_MULTI: ("UPDATE",), Kind.DELETE: ("DELETE",),
-          Kind.DELETE_MULTI: ("DELETE",)}
-
-
-def body_writes(body: str, trigger_db: str) -> tuple[tuple[TableRef, str], ...] | None:
-    """Tables a trigger body writes: every INSERT/REPLACE/UPDATE/DELETE statement in it, however nested
-    in BEGIN/IF/CASE/loops; unqualified names are in the trigger's database. None if a CALL or a
-    statement it cannot classify could write more."""
-    body = re.sub(r"^\s*(FOLLOWS|PRECEDES)\s+\S+", "", body, flags=re.IGNORECASE)
-    try:
-        tokens = tokenize(body)
-    except LexError:
-        return None
-    # Each write word's statement runs to the next `;`: found once, from the end back.
-    ends = [len(body)] * (len(tokens) + 1)
-    for index in range(len(tokens) - 1, -1, -1):
-        token = tokens[index]
-        ends[index] = token.start if token.kind == "punct" and token.value == ";" else ends[index + 1]
-    words: list[int] = []
-    for index, token in enumerate(tokens):
-        if token.kind != "word":
-            continue
-        word = token.value.upper()
-        if word == "CALL" or (word == "PREPARE" or word == "EXECUTE"):
-            return None
-        if word not in _WRITE_WORDS:
-            continue
-        previous = tokens[index - 1].value.upper() if index and tokens[index - 1].kind == "word" else ""
-        if previous in _NOT_A_WRITE_BEFORE:
-            continue
-        words.append(index)
-    # More write words than MAX_WRITES_PER_STATEMENT before one `;`: no body statement holds them,
-    # and parsing each from there to the `;` would cost the body's length each time (a hostile
-    # CREATE TRIGGER). Not followed.
-    run = 0
-    for k, index in enumerate(words):
-        run = run + 1 if k and ends[words[k - 1]] == ends[index] else 1
-        if run > MAX_WRITES_PER_STATEMENT:
-            return None
-    writes: dict[tuple[TableRef, str], None] = {}  # in body order, each once
-    for index in words:
-        token = tokens[index]
-        piece = re.sub(r"\bEND\s*$", "", body[token.start:ends[index]].strip(), flags=re.IGNORECASE)
-        info = statement_tables(piece, trigger_db)
-        if not info.parse_ok:
-            return None
-        for ref in info.updated:
-            for event in _FIRES.get(info.kind, ("UPDATE",)):
-                writes[(ref, event)] = None
-    return tuple(writes)

@@ -200,7 +200,7 @@ class SchemaModel:
             info = statement_tables(strip_version_comments(sql), current_db or "")
         kind = info.kind
         if kind is Kind.ROUTINE and info.parse_ok and info.target is not None and info.target[0] == "FUNCTION":
-            self._function(strip_version_comments(sql), info.target)
+            self._function(strip_version_comments(sql), info)
             return
         if kind not in SCHEMA_KINDS or not info.parse_ok:
             return
@@ -252,7 +252,7 @@ class SchemaModel:
                     self._columns.pop(key, None)
                     self._pending.pop(key, None)
         elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
-            self._create_trigger(info, sql)
+            self._create_trigger(info)
         elif info.kind is Kind.DROP_TRIGGER and info.trigger:
             self.triggers.pop(info.trigger, None)
 
@@ -330,37 +330,23 @@ class SchemaModel:
                     self.triggers[key] = Trigger(trig.db, trig.name, new, trig.timing, trig.event, trig.writes)
                     self._trigger_on(new)
 
-    def _create_trigger(self, info: StatementInfo, sql: str) -> None:
+    def _create_trigger(self, info: StatementInfo) -> None:
         assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
-        if info.trigger_def is not None:  # read by the core (rules.statement_facts)
-            timing, event, writes = info.trigger_def
+        if info.trigger_def is not None:  # (not a definition the model keeps: no trigger)
             db, name = info.trigger
-            self.triggers[(db, name)] = Trigger(db, name, info.updated[0], timing, event, writes)
+            self.triggers[(db, name)] = Trigger(db, name, info.updated[0], *info.trigger_def, info.writes)
             self._trigger_on(info.updated[0])
-            return
-        match = re.search(r"\b(BEFORE|AFTER)\s+(INSERT|UPDATE|DELETE)\s+ON\b", sql, re.IGNORECASE)
-        body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
-        if match is None or body is None:
-            return
-        from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
 
-        db, name = info.trigger
-        self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
-                                            match.group(2).upper(), body_writes(sql[body.end():], db))
-        self._trigger_on(info.updated[0])
-
-    def _function(self, sql: str, target: tuple[str, str, str]) -> None:
-        """CREATE [OR REPLACE] / DROP FUNCTION: what its body writes (from after RETURNS type)."""
-        _, db, name = target
+    def _function(self, sql: str, info: StatementInfo) -> None:
+        """CREATE [OR REPLACE] / DROP FUNCTION: what its body writes."""
+        assert info.target is not None  # (the caller's check)
+        _, db, name = info.target
         key = (db, name.lower())
         verb = statement_verb(sql)
         if verb == "DROP":
             self.functions.pop(key, None)
         elif verb == "CREATE" and not (key in self.functions and _IF_NOT_EXISTS.search(sql)):
-            from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
-
-            returns = _RETURNS.search(sql)
-            self.functions[key] = body_writes(sql[returns.end():], db) if returns else None
+            self.functions[key] = info.writes
 
     def _trigger_on(self, table: TableRef) -> None:
         if self._trigger_tables is not None:
@@ -425,7 +411,6 @@ _DUMP_VERBS = _SCHEMA_VERBS | {"SET", "USE", "LOCK", "UNLOCK", "CHANGE", "START"
                                "INSTALL"}
 _ROW_VERBS = frozenset({"INSERT", "REPLACE", "COMMIT"})  # a dump with data (--no-autocommit: COMMIT)
 _SETVAL = lazy_compile(r"(?:DO|SELECT)\s+SETVAL\s*\(", re.IGNORECASE)  # mariadb-dump's sequences
-_RETURNS = lazy_compile(r"\bRETURNS\s+(?:`[^`]*`|\w+)(?:\s*\([^)]*\))?", re.IGNORECASE)  # a function's type
 _USE = lazy_compile(r"\s*USE\s+`?([^`;\s]+)`?\s*$", re.IGNORECASE)
 
 

@@ -122,11 +122,42 @@ fn a_trigger_and_what_its_body_writes() {
     assert_eq!(f.updated, vec![q(None, "t_x")]);
     let def = f.trigger_def.expect("defined");
     assert_eq!((def.timing, def.event), ("AFTER", "UPDATE"));
-    let writes = def.writes.expect("followed");
-    let events: Vec<_> = writes.iter().map(|(_, e)| *e).collect();
+    let writes = f.writes.expect("followed");
+    let events: Vec<_> = writes
+        .iter()
+        .map(|w| match w {
+            BodyWrite::Table(_, e) => *e,
+            BodyWrite::Piece(..) => "piece",
+        })
+        .collect();
     assert_eq!(events, vec!["INSERT", "DELETE", "UPDATE"]);
     let call = facts(b"CREATE TRIGGER tr BEFORE DELETE ON t FOR EACH ROW CALL p()").expect("read");
-    assert_eq!(call.trigger_def.expect("defined").writes, None);
+    assert!(call.trigger_def.is_some() && call.writes.is_none());
+}
+
+#[test]
+fn a_body_read_past_comments_with_the_statements_the_key_declines_as_spans() {
+    let sql: &[u8] = b"CREATE TRIGGER tr /* BEFORE INSERT ON x */ AFTER DELETE ON t FOR EACH ROW \
+        BEGIN UPDATE a JOIN b ON a.i = b.i SET a.v = 1; INSERT INTO c VALUES (1); END";
+    let f = facts(sql).expect("read");
+    let def = f.trigger_def.expect("defined");
+    assert_eq!((def.timing, def.event), ("AFTER", "DELETE"));
+    let writes = f.writes.expect("followed");
+    let BodyWrite::Piece(start, end) = writes[0] else {
+        panic!("a span: {writes:?}")
+    };
+    assert_eq!(
+        &sql[start..end],
+        b"UPDATE a JOIN b ON a.i = b.i SET a.v = 1"
+    );
+    assert_eq!(writes[1], BodyWrite::Table(q(None, "c"), "INSERT"));
+    let function = facts(
+        b"CREATE FUNCTION d.f(x INT) RETURNS DECIMAL(10, 2) DETERMINISTIC \
+        BEGIN DELETE FROM e.g WHERE k = x; RETURN 1; END",
+    )
+    .expect("read");
+    let writes = function.writes.expect("followed");
+    assert_eq!(writes, vec![BodyWrite::Table(q(Some("e"), "g"), "DELETE")]);
 }
 
 #[test]
@@ -140,16 +171,10 @@ fn a_body_statement_with_more_write_words_than_any_statement_holds_is_not_follow
             stmts.join(sep)
         )
     };
-    let writes = |sql: String| {
-        facts(sql.as_bytes())
-            .expect("read")
-            .trigger_def
-            .expect("defined")
-            .writes
-    };
+    let writes = |sql: String| facts(sql.as_bytes()).expect("read").writes;
     // One statement per `;`: each read, however many.
     assert_eq!(writes(body(3000, "; ")).expect("followed").len(), 3000);
-    // Up to the cap before one `;`, each read (as the Python reading does: to the `;`).
+    // Up to the cap before one `;`, each read to the `;`.
     let under = writes(body(trigger::MAX_WRITES_PER_STATEMENT, " ")).expect("followed");
     assert_eq!(under.len(), trigger::MAX_WRITES_PER_STATEMENT);
     // Past it, not followed: 3000 of them would each be read to the end of the body.
