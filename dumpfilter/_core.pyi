@@ -22,6 +22,7 @@ __all__ = [
     "BODY_TRIGGER",
     "BodyReach",
     "BodyWrite",
+    "ColumnChange",
     "CountJob",
     "CountResult",
     "DomainSeq",
@@ -311,6 +312,21 @@ class BodyWrite:
     def start(self) -> builtins.int: ...
     @property
     def end(self) -> builtins.int: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class ColumnChange:
+    r"""
+    A column change of ALTER TABLE (lower-cased): old None, a column added; new None, one
+    dropped; both, one renamed.
+    """
+    @property
+    def old(self) -> typing.Optional[bytes]: ...
+    @property
+    def new(self) -> typing.Optional[bytes]: ...
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1074,6 +1090,11 @@ class StatementFacts:
     def columns(self) -> typing.Optional[builtins.list[bytes]]:
         r"""
         CREATE TABLE's column names (lower-cased), where the core reads them all.
+        """
+    @property
+    def column_changes(self) -> typing.Optional[builtins.list[ColumnChange]]:
+        r"""
+        ColumnChange per ALTER TABLE column change, in order; None: not read.
         """
     @property
     def trigger_def(self) -> typing.Optional[TriggerDefinition]: ...

@@ -1,7 +1,6 @@
-"""What the text of one DDL statement says, read without a schema: the column list of CREATE TABLE,
-CREATE VIEW and CREATE SEQUENCE, ALTER TABLE's column changes. The
-schema model (rules.schema) applies these in order, importing this module only when a table's columns
-are first asked for (`filter` never is); the core reads the common forms itself (core/src/facts).
+"""The column list of CREATE TABLE, CREATE VIEW and CREATE SEQUENCE where the core's facts do not
+read it (core/src/facts reads the common forms and ALTER TABLE's changes). The schema model
+(rules.schema) imports this module only when a table's columns are first asked for (`filter` never is).
 """
 
 from __future__ import annotations
@@ -18,47 +17,7 @@ ColumnsOf = Callable[[str, str], "tuple[str, ...] | None"]  # (db, table) -> its
 # A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
 SEQUENCE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment",
                     "cache_size", "cycle_option", "cycle_count")
-
-
-# Key and character-set changes keep every column's name, and sqlglot reads neither as an ALTER:
-# mysqldump writes `/*!40000 ALTER TABLE t DISABLE KEYS */` around each table's rows, so a dump
-# restored on the primary logs it, and the table's columns must not become unknown there.
-_SEQUENCE = lazy_compile(r"\s*(?:CREATE|ALTER)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\b", re.IGNORECASE)
-_ALTER_KEEPS_COLUMNS = lazy_compile(r"\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?:`(?:[^`]|``)*`|[^\s`])+\s+"
-                                    r"(?:(?:DISABLE|ENABLE)\s+KEYS|CONVERT\s+TO\s+(?:CHARACTER\s+SET|CHARSET)\s[^,;]*)"
-                                    r"\s*;?\s*$", re.IGNORECASE)
-
-
-def alter_columns(columns: tuple[str, ...] | None, sql: str) -> tuple[str, ...] | None:
-    """ALTER TABLE's column changes (sqlglot); None (unknown) when it cannot be followed. RENAME TO was
-    applied when the statement was recorded. ALTER SEQUENCE changes no column."""
-    if columns is not None and (_ALTER_KEEPS_COLUMNS.match(sql) or _SEQUENCE.match(sql)):
-        return columns
-    try:
-        tree = sqlglot.parse_one(sql, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        tree = None
-    if not isinstance(tree, exp.Alter) or columns is None:
-        return None
-    names = list(columns)
-    for action in tree.args.get("actions") or []:
-        if isinstance(action, exp.ColumnDef):
-            if action.name.lower() not in names:
-                names.append(action.name.lower())
-        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
-            for column in action.args.get("tables") or []:
-                if column.name.lower() in names:
-                    names.remove(column.name.lower())
-        elif isinstance(action, (exp.ModifyColumn, exp.RenameColumn)):
-            if isinstance(action, exp.ModifyColumn):
-                if action.args.get("rename_from") is None:
-                    continue
-                old, new = action.args["rename_from"].name.lower(), action.this.name.lower()
-            else:
-                old, new = action.this.name.lower(), action.args["to"].name.lower()
-            if old in names:
-                names[names.index(old)] = new
-    return tuple(names)
+_SEQUENCE = lazy_compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\b", re.IGNORECASE)
 
 
 def create_columns(sql: str, default: str, columns_of: ColumnsOf) -> tuple[str, ...] | None:

@@ -237,7 +237,7 @@ class SchemaModel:
                 return  # a temporary table shadows the base table for its session only; not modelled
             self._create_table(info, sql, default)
         elif info.kind is Kind.ALTER_TABLE and info.updated:
-            self._alter_table(info.updated[0], sql, default)
+            self._alter_table(info, sql, default)
         elif info.kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
                 self._rename(old, new)
@@ -296,21 +296,23 @@ class SchemaModel:
         else:
             self._pending[view] = (("create", sql, default),)
 
-    def _alter_table(self, table: TableRef, sql: str, default: str) -> None:
+    def _alter_table(self, info: StatementInfo, sql: str, default: str) -> None:
+        table = info.updated[0]
         if table not in self._columns:
             self._columns[table] = None  # altered before we saw it: known to exist, columns unknown
         self._pending[table] = self._pending.get(table, ()) + (("alter", sql, default),)
-        renamed = _ALTER_RENAME.search(sql)
-        if renamed:
-            db, name = _split_name(renamed.group(1))
-            self._rename(table, (db or table[0], name))
+        for old, new in info.renames:  # RENAME TO
+            self._rename(old, new)
 
     def _resolve(self, table: TableRef) -> None:
-        from dumpfilter.rules.ddl_text import alter_columns, create_columns  # (lazily: `filter` never needs it)
+        from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
 
         columns = self._columns.get(table)
         for op, sql, default in self._pending.pop(table, ()):
-            columns = create_columns(sql, default, self.columns) if op == "create" else alter_columns(columns, sql)
+            if op == "create":
+                columns = create_columns(sql, default, self.columns)
+            else:
+                columns = _altered(columns, statement_tables(sql, default).column_changes)
         self._columns[table] = columns
 
     def _rename(self, old: TableRef, new: TableRef) -> None:
@@ -448,22 +450,22 @@ def is_schema_statement(sql: str) -> bool:
     return statement_verb(head) in _SCHEMA_VERBS
 
 
-_ALTER_RENAME = lazy_compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
-                           re.IGNORECASE)
-
-
-def _split_name(text: str) -> tuple[str, str]:
-    """`db`.`t` -> (db, t): split at the dots with an even number of backquotes after them (outside
-    quotes), counted in one pass; a lookahead regex recounted the rest of the text at every dot."""
-    parts, start, after = [], 0, text.count("`")
-    for index, char in enumerate(text):
-        if char == "`":
-            after -= 1
-        elif char == "." and after % 2 == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts = [part.strip().strip("`") for part in [*parts, text[start:]]]
-    return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
+def _altered(columns: tuple[str, ...] | None, changes: tuple[tuple[str | None, str | None], ...] | None
+             ) -> tuple[str, ...] | None:
+    """A table's columns after ALTER TABLE's column changes (StatementInfo.column_changes); None
+    (unknown) where either is not known. A column added goes last (FIRST and AFTER aside)."""
+    if columns is None or changes is None:
+        return None
+    names = list(columns)
+    for old, new in changes:
+        if old is not None and old in names:
+            if new is None:
+                names.remove(old)
+            else:
+                names[names.index(old)] = new
+        elif old is None and new is not None and new not in names:
+            names.append(new)
+    return tuple(names)
 
 
 def strip_version_comments(sql: str) -> str:

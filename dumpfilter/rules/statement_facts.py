@@ -96,9 +96,14 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         reads = _reads(refs, name, exclude=tables)
     else:  # LIKE s: the source as named
         reads = tuple(map(name, read)) if read else ()
-    columns = facts.columns
+    columns, changes = facts.columns, facts.column_changes
     return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary, if_exists=facts.if_exists,
-                         columns=tuple(c.decode(_UTF8, _RAW) for c in columns) if columns is not None else None)
+                         columns=tuple(map(_text, columns)) if columns is not None else None,
+                         # ALTER TABLE's RENAME TO: a new name without a database is in the table's
+                         renames=tuple((name(r.old), name(r.new, tables[0][0])) for r in facts.renames),
+                         column_changes=None if changes is None else tuple(
+                             (None if c.old is None else _text(c.old), None if c.new is None else _text(c.new))
+                             for c in changes))
 
 
 def _multi(kind: Kind, joined: Sequence[Joined], facts: _core.StatementFacts, sql: str, name: Namer,

@@ -71,6 +71,9 @@ class StatementInfo:
     # body writes (None: not followed, a CALL or dynamic SQL could write more).
     columns: tuple[str, ...] | None = None
     trigger_def: tuple[str, str] | None = None
+    # ALTER TABLE's column changes in order, lower-cased: (None, new) added, (old, None) dropped,
+    # (old, new) renamed; None where they are not read (system versioning, a period).
+    column_changes: tuple[tuple[str | None, str | None], ...] | None = None
     writes: tuple[tuple[TableRef, str], ...] | None = None
 
     @property

@@ -2,7 +2,8 @@
 //! databases, tables, indexes, views and triggers (a trigger's definition in `trigger`); and for
 //! the schema model, CREATE TABLE's column names.
 
-use super::lex::{upper, Cur, Kind};
+use super::lex::{upper, Cur, Kind, QName};
+use super::ColumnChange;
 use super::{objects, one_of, refs, Facts};
 
 const CREATE_MODIFIERS: &[&[u8]] = &[
@@ -304,10 +305,103 @@ pub fn alter(cur: &mut Cur) -> Option<Facts> {
         other => return objects::without_tables(cur, other),
     }
     cur.if_exists();
-    // ALTER TABLE t RENAME TO u: the new name is not in the table list.
+    // ALTER TABLE t RENAME TO u: the new name is not in the table list (`renames` holds it).
     let mut f = Facts::new("ALTER_TABLE");
-    f.updated.push(cur.qname()?);
+    let table = cur.qname()?;
+    f.updated.push(table.clone());
+    f.column_changes = if obj == b"TABLE" {
+        alter_actions(cur, &table, &mut f.renames)
+    } else {
+        Some(Vec::new()) // a sequence's columns are fixed
+    };
     Some(f)
+}
+
+/// What opens an ADD or DROP action that is no column's (a key, a constraint, a partition).
+const NOT_A_COLUMN: &[&[u8]] = &[
+    b"PRIMARY",
+    b"KEY",
+    b"INDEX",
+    b"UNIQUE",
+    b"CONSTRAINT",
+    b"FOREIGN",
+    b"FULLTEXT",
+    b"SPATIAL",
+    b"CHECK",
+    b"PARTITION",
+];
+
+/// ALTER TABLE's actions (`,` apart): its column changes in order, lower-cased (see
+/// Facts::column_changes), and RENAME [TO|AS] new as a rename of `table`. ENGINE, keys,
+/// partitions, MODIFY, ALTER COLUMN, DISABLE KEYS, CONVERT TO CHARACTER SET and the other
+/// actions keep every column's name. None where system versioning or a period is added or
+/// dropped (its hidden columns are not modelled).
+fn alter_actions(
+    cur: &mut Cur,
+    table: &QName,
+    renames: &mut Vec<(QName, QName)>,
+) -> Option<Vec<ColumnChange>> {
+    let mut out = Vec::new();
+    let lower = |name: Vec<u8>| name.to_ascii_lowercase();
+    while cur.at < cur.toks.len() {
+        let action = cur.word().map(upper).unwrap_or_default();
+        cur.at += 1;
+        let column = cur.accept(b"COLUMN");
+        match action.as_slice() {
+            b"ADD" | b"DROP" if cur.is(b"SYSTEM") || cur.is(b"PERIOD") => return None,
+            b"ADD" | b"DROP" if !column && cur.word().is_some_and(|w| one_of(w, NOT_A_COLUMN)) => {}
+            b"ADD" if cur.accept_punct(b'(') => loop {
+                // ADD (a INT, b INT): the first name of each element.
+                let added = cur.identifier()?;
+                out.push((None, Some(lower(added))));
+                while cur.at < cur.toks.len()
+                    && !cur.is_punct_at(cur.at, b',')
+                    && !cur.is_punct_at(cur.at, b')')
+                {
+                    if cur.accept_punct(b'(') {
+                        cur.skip_balanced()?;
+                    } else {
+                        cur.at += 1;
+                    }
+                }
+                if !cur.accept_punct(b',') {
+                    break;
+                }
+            },
+            b"ADD" => {
+                cur.if_exists();
+                out.push((None, Some(lower(cur.identifier()?))));
+            }
+            b"DROP" => {
+                cur.if_exists();
+                out.push((Some(lower(cur.identifier()?)), None));
+            }
+            b"CHANGE" => {
+                cur.if_exists();
+                let old = lower(cur.identifier()?);
+                out.push((Some(old), Some(lower(cur.identifier()?))));
+            }
+            b"RENAME" if column => {
+                let old = lower(cur.identifier()?);
+                cur.accept(b"TO");
+                out.push((Some(old), Some(lower(cur.identifier()?))));
+            }
+            b"RENAME" if !(cur.is(b"INDEX") || cur.is(b"KEY")) => {
+                cur.accept_any(&[b"TO", b"AS"]);
+                renames.push((table.clone(), cur.qname()?));
+            }
+            _ => {}
+        }
+        // The rest of the action, to the next `,` outside parentheses.
+        while cur.at < cur.toks.len() && !cur.accept_punct(b',') {
+            if cur.accept_punct(b'(') {
+                cur.skip_balanced()?;
+            } else {
+                cur.at += 1;
+            }
+        }
+    }
+    Some(out)
 }
 
 pub fn drop(cur: &mut Cur) -> Option<Facts> {

@@ -20,6 +20,10 @@ pub(crate) use crate::stmt::one_of;
 use lex::{upper, Cur, Kind, QName};
 pub use refs::Ref;
 
+/// A column change of ALTER TABLE: (None, new) a column added, (old, None) one dropped, (old,
+/// new) one renamed (CHANGE, RENAME COLUMN); names lower-cased.
+pub type ColumnChange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A SET assignment's column: its qualifier's parts (None: unqualified) and its name.
 pub type SetColumn = (Option<Vec<Vec<u8>>>, Vec<u8>);
 
@@ -61,6 +65,8 @@ pub struct Facts {
     pub targets: Vec<Vec<Vec<u8>>>,
     /// CREATE TABLE's column names (lower-cased), where the core reads them all.
     pub columns: Option<Vec<Vec<u8>>>,
+    /// ALTER TABLE's column changes in order (None: not read; see ddl::alter_actions).
+    pub column_changes: Option<Vec<ColumnChange>>,
     pub trigger_def: Option<TriggerDef>,
     /// What a CREATE TRIGGER's or CREATE FUNCTION's body writes (None: not followed: a CALL or
     /// dynamic SQL could write more; a function without RETURNS).

@@ -186,8 +186,42 @@ fn a_body_statement_with_more_write_words_than_any_statement_holds_is_not_follow
 }
 
 #[test]
+fn alter_table_column_changes_and_its_rename() {
+    let changes = |sql: &[u8]| facts(sql).expect("read").column_changes;
+    let c = |old: Option<&str>, new: Option<&str>| {
+        (
+            old.map(|o| o.as_bytes().to_vec()),
+            new.map(|n| n.as_bytes().to_vec()),
+        )
+    };
+    assert_eq!(
+        changes(
+            b"ALTER TABLE t ADD (X INT, y DECIMAL(3, 1)), DROP COLUMN IF EXISTS b, ADD KEY (a)"
+        ),
+        Some(vec![
+            c(None, Some("x")),
+            c(None, Some("y")),
+            c(Some("b"), None)
+        ])
+    );
+    assert_eq!(
+        changes(b"ALTER ONLINE TABLE t CHANGE a z INT COMMENT 'RENAME TO u', RENAME COLUMN q TO r"),
+        Some(vec![c(Some("a"), Some("z")), c(Some("q"), Some("r"))])
+    );
+    assert_eq!(
+        changes(b"ALTER TABLE t ENGINE=InnoDB, DROP PRIMARY KEY"),
+        Some(vec![])
+    );
+    assert_eq!(changes(b"ALTER TABLE t ADD SYSTEM VERSIONING"), None);
+    let f = facts(b"ALTER TABLE d.t RENAME TO u, ADD COLUMN b INT").expect("read");
+    assert_eq!(f.renames, vec![(q(Some("d"), "t"), q(None, "u"))]);
+    assert_eq!(f.column_changes, Some(vec![c(None, Some("b"))]));
+}
+
+#[test]
 fn every_prefix_is_read_or_refused_without_a_panic() {
-    let texts: [&[u8]; 3] = [
+    let texts: [&[u8]; 4] = [
+        b"ALTER TABLE t ADD (a INT, b INT), CHANGE c d INT, RENAME COLUMN e TO f, RENAME TO g",
         b"CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW FOLLOWS x BEGIN INSERT INTO u VALUES (1); END",
         b"UPDATE a JOIN (b JOIN c ON b.x = c.x) ON a.y = b.y SET a.z = 'q''s', b.w = (1) WHERE a.k = 1",
         b"DELETE a, b FROM a JOIN b USING (id) WHERE a.x = 1",

@@ -45,6 +45,13 @@ records! {
         end: usize,
     }
 
+    /// A column change of ALTER TABLE (lower-cased): old None, a column added; new None, one
+    /// dropped; both, one renamed.
+    ColumnChange = "ColumnChange" {
+        old: Option<Vec<u8>> as Option<Py<PyBytes>>,
+        new: Option<Vec<u8>> as Option<Py<PyBytes>>,
+    }
+
     /// A trigger's definition as the schema model keeps it.
     TriggerDefinition = "TriggerDefinition" {
         timing: &'static str,
@@ -79,6 +86,8 @@ records! {
         targets: Vec<Vec<Vec<u8>>> as Vec<Vec<Py<PyBytes>>>,
         /// CREATE TABLE's column names (lower-cased), where the core reads them all.
         columns: Option<Vec<Vec<u8>>> as Option<Vec<Py<PyBytes>>>,
+        /// ColumnChange per ALTER TABLE column change, in order; None: not read.
+        column_changes: Option<Py<PyList>> as Option<Vec<ColumnChange>>,
         trigger_def: Option<Py<TriggerDefinition>>,
         /// BodyWrite per write of a CREATE TRIGGER's or CREATE FUNCTION's body, in body order;
         /// None: not followed (a CALL or dynamic SQL could write more).
@@ -175,6 +184,10 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         }
         None => None,
     };
+    let column_changes = f.column_changes.map(|changes| {
+        let change = |(old, new)| Py::new(py, ColumnChange { old, new });
+        list(py, changes.into_iter().map(change))
+    });
     Ok(Some(StatementFacts {
         kind: f.kind,
         updated: qnames(py, &f.updated)?,
@@ -188,6 +201,7 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         set_columns: list(py, set_columns)?,
         targets: f.targets,
         columns: f.columns,
+        column_changes: column_changes.transpose()?,
         trigger_def,
         writes,
         target,
