@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
-from dumpfilter.rules.sqltokens import LexError, tokenize
 
 ColumnsOf = Callable[[str, str], "tuple[str, ...] | None"]  # (db, table) -> its columns, None: unknown
 
@@ -29,9 +28,9 @@ def create_columns(sql: str, default: str, columns_of: ColumnsOf) -> tuple[str, 
     try:
         tree = sqlglot.parse_one(sql, read="mysql")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return _columns_by_hand(sql)
+        return None
     if not isinstance(tree, exp.Create):
-        return _columns_by_hand(sql)
+        return None
     names: list[str] = []
     if isinstance(tree.this, exp.Schema):
         names = [node.name.lower() for node in tree.this.expressions if isinstance(node, exp.ColumnDef)]
@@ -57,37 +56,3 @@ def create_columns(sql: str, default: str, columns_of: ColumnsOf) -> tuple[str, 
     elif select is not None:
         return None
     return tuple(names) if names else None
-
-
-_CONSTRAINT_WORDS = frozenset({"PRIMARY", "KEY", "INDEX", "UNIQUE", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL",
-                               "CHECK", "PERIOD", "SYSTEM"})
-
-
-def _columns_by_hand(sql: str) -> tuple[str, ...] | None:
-    """What sqlglot cannot parse: the first identifier of each top-level element of the column list."""
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return None
-    start = next((i for i, t in enumerate(tokens) if t.kind == "punct" and t.value == "("), None)
-    # A SELECT or LIKE word (CREATE ... SELECT, CREATE ... LIKE) is not read by hand; one inside a
-    # comment or a string is no such word (MySQL's comments do not nest: `/* a /* b */` is one).
-    if start is None or any(t.kind == "word" and t.value.upper() in ("SELECT", "LIKE") for t in tokens):
-        return None
-    names, depth, expecting = [], 0, True
-    for token in tokens[start + 1:]:
-        if token.kind == "punct" and token.value == "(":
-            depth += 1
-        elif token.kind == "punct" and token.value == ")":
-            if depth == 0:
-                break
-            depth -= 1
-        elif depth == 0 and token.kind == "punct" and token.value == ",":
-            expecting = True
-        elif depth == 0 and expecting:
-            expecting = False
-            if token.kind == "word" and token.value.upper() in _CONSTRAINT_WORDS:
-                continue
-            if token.is_identifier:
-                names.append(token.value.lower())
-    return tuple(names) or None
