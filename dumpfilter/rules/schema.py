@@ -3,6 +3,9 @@
 a `mysqldump`/`mariadb-dump --no-data` file, triggers included) and from the binlog's DDL replayed in
 order. It changes per DDL statement, never per row event: the ROW fast path never looks at it.
 
+The core's facts read each DDL statement; the output columns of CREATE ... SELECT and of a view,
+which it leaves, are read here with sqlglot (`create_columns`).
+
 Where the server needs a fact this model does not hold (a table it never saw, a column list it could
 not read, a trigger body it could not follow), the model says "unknown" (None) and the engine falls
 back to its schema-less answer, recording the assumption (`Decision.assumption`).
@@ -13,11 +16,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
@@ -265,7 +269,6 @@ class SchemaModel:
             self._pending.pop(table, None)
             self._columns[table] = info.columns
         elif _SELECT.search(sql):
-            from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
             columns = create_columns(sql, default, self.columns)
             self._pending.pop(table, None)
             self._columns[table] = columns
@@ -291,7 +294,6 @@ class SchemaModel:
         self._pending.pop(view, None)
         self._columns[view] = None
         if "*" in sql and _STAR_COLUMN.search(sql):
-            from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
             self._columns[view] = create_columns(sql, default, self.columns)
         else:
             self._pending[view] = (("create", sql, default),)
@@ -305,8 +307,6 @@ class SchemaModel:
             self._rename(old, new)
 
     def _resolve(self, table: TableRef) -> None:
-        from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
-
         columns = self._columns.get(table)
         for op, sql, default in self._pending.pop(table, ()):
             if op == "create":
@@ -448,6 +448,52 @@ def is_schema_statement(sql: str) -> bool:
     if "/*!" in head:
         head = strip_version_comments(head)
     return statement_verb(head) in _SCHEMA_VERBS
+
+
+# A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
+SEQUENCE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment",
+                    "cache_size", "cycle_option", "cycle_count")
+_SEQUENCE = lazy_compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\b", re.IGNORECASE)
+ColumnsOf = Callable[[str, str], "tuple[str, ...] | None"]  # (db, table) -> its columns, None: unknown
+
+
+def create_columns(sql: str, default: str, columns_of: ColumnsOf) -> tuple[str, ...] | None:
+    """The column list of CREATE TABLE (with sqlglot): defined columns, then CREATE ... SELECT output
+    columns not already defined (MySQL appends them); CREATE VIEW's column list, else its SELECT's
+    names; a sequence's fixed columns. None when it cannot be read."""
+    if _SEQUENCE.match(sql):
+        return SEQUENCE_COLUMNS
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    if not isinstance(tree, exp.Create):
+        return None
+    names: list[str] = []
+    if isinstance(tree.this, exp.Schema):
+        names = [node.name.lower() for node in tree.this.expressions if isinstance(node, exp.ColumnDef)]
+        if str(tree.args.get("kind") or "").upper() == "VIEW":  # CREATE VIEW v (a, b) AS ...: the list
+            return tuple(node.name.lower() for node in tree.this.expressions) or None
+    select = tree.args.get("expression")
+    if isinstance(select, exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
+                                                   and isinstance(projection.this, exp.Star)):
+                sources = [(t.db or default, t.name) for t in select.find_all(exp.Table)]
+                for source in sources:
+                    cols = columns_of(*source)
+                    if cols is None:
+                        return None
+                    names += [c for c in cols if c not in names]
+                continue
+            name = projection.alias_or_name
+            if not name:
+                return None  # an expression column is named after its text: not modelled
+            if name.lower() not in names:
+                names.append(name.lower())
+    elif select is not None:
+        return None
+    return tuple(names) if names else None
 
 
 def _altered(columns: tuple[str, ...] | None, changes: tuple[tuple[str | None, str | None], ...] | None

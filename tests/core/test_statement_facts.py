@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.rules.ddl_text import create_columns as _create_columns
+from dumpfilter.rules.schema import create_columns as _create_columns
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_facts import core_info, parser_reads
 from dumpfilter.rules.statement_info import Kind
@@ -27,8 +27,8 @@ def check(sql: str, db: str | None) -> bool:
         assert not statement_tables(sql, db).parse_ok, sql
         return False
     assert statement_tables(sql, db) == info
-    if info.columns is not None:
-        assert info.columns == _create_columns(sql, db or "", SchemaModel().columns), sql
+    if info.columns is not None:  # where sqlglot reads the list too, the same names
+        assert _create_columns(sql, db or "", SchemaModel().columns) in (None, info.columns), sql
     return True
 
 

@@ -156,7 +156,7 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
     Some(f)
 }
 
-/// The column list's names (ddl_text.create_columns on a plain CREATE TABLE): the first name of
+/// The column list's names (schema.create_columns on a plain CREATE TABLE): the first name of
 /// each element that is a column definition (a name, then its type's word). None where an
 /// element is anything else, or the list is not closed.
 fn column_names(cur: &mut Cur) -> Option<Vec<Vec<u8>>> {
