@@ -317,20 +317,6 @@ pub fn alter(cur: &mut Cur) -> Option<Facts> {
     Some(f)
 }
 
-/// What opens an ADD or DROP action that is no column's (a key, a constraint, a partition).
-const NOT_A_COLUMN: &[&[u8]] = &[
-    b"PRIMARY",
-    b"KEY",
-    b"INDEX",
-    b"UNIQUE",
-    b"CONSTRAINT",
-    b"FOREIGN",
-    b"FULLTEXT",
-    b"SPATIAL",
-    b"CHECK",
-    b"PARTITION",
-];
-
 /// ALTER TABLE's actions (`,` apart): its column changes in order, lower-cased (see
 /// Facts::column_changes), and RENAME [TO|AS] new as a rename of `table`. ENGINE, keys,
 /// partitions, MODIFY, ALTER COLUMN, DISABLE KEYS, CONVERT TO CHARACTER SET and the other
@@ -349,25 +335,22 @@ fn alter_actions(
         let column = cur.accept(b"COLUMN");
         match action.as_slice() {
             b"ADD" | b"DROP" if cur.is(b"SYSTEM") || cur.is(b"PERIOD") => return None,
-            b"ADD" | b"DROP" if !column && cur.word().is_some_and(|w| one_of(w, NOT_A_COLUMN)) => {}
-            b"ADD" if cur.accept_punct(b'(') => loop {
+            // A key, a constraint, a partition.
+            b"ADD" | b"DROP"
+                if !column
+                    && (cur.is(b"PARTITION")
+                        || cur.word().is_some_and(|w| one_of(w, CONSTRAINT_WORDS))) => {}
+            b"ADD" if cur.accept_punct(b'(') => {
                 // ADD (a INT, b INT): the first name of each element.
-                let added = cur.identifier()?;
-                out.push((None, Some(lower(added))));
-                while cur.at < cur.toks.len()
-                    && !cur.is_punct_at(cur.at, b',')
-                    && !cur.is_punct_at(cur.at, b')')
-                {
-                    if cur.accept_punct(b'(') {
-                        cur.skip_balanced()?;
-                    } else {
-                        cur.at += 1;
+                loop {
+                    out.push((None, Some(lower(cur.identifier()?))));
+                    skip_element(cur)?;
+                    if !cur.accept_punct(b',') {
+                        break;
                     }
                 }
-                if !cur.accept_punct(b',') {
-                    break;
-                }
-            },
+                cur.accept_punct(b')');
+            }
             b"ADD" => {
                 cur.if_exists();
                 out.push((None, Some(lower(cur.identifier()?))));
@@ -392,16 +375,25 @@ fn alter_actions(
             }
             _ => {}
         }
-        // The rest of the action, to the next `,` outside parentheses.
-        while cur.at < cur.toks.len() && !cur.accept_punct(b',') {
-            if cur.accept_punct(b'(') {
-                cur.skip_balanced()?;
-            } else {
-                cur.at += 1;
-            }
-        }
+        skip_element(cur)?; // the rest of the action
+        cur.at += 1; // its `,`
     }
     Some(out)
+}
+
+/// Past the rest of a list's element: to the next `,` or `)` outside parentheses (not taken).
+fn skip_element(cur: &mut Cur) -> Option<()> {
+    while cur.at < cur.toks.len()
+        && !cur.is_punct_at(cur.at, b',')
+        && !cur.is_punct_at(cur.at, b')')
+    {
+        if cur.accept_punct(b'(') {
+            cur.skip_balanced()?;
+        } else {
+            cur.at += 1;
+        }
+    }
+    Some(())
 }
 
 pub fn drop(cur: &mut Cur) -> Option<Facts> {
