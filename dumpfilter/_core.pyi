@@ -21,6 +21,8 @@ __all__ = [
     "BODY_ROUTINE",
     "BODY_TRIGGER",
     "BodyReach",
+    "BodyWrite",
+    "ColumnChange",
     "CountJob",
     "CountResult",
     "DomainSeq",
@@ -88,7 +90,6 @@ __all__ = [
     "TableReference",
     "TimeCut",
     "TriggerDefinition",
-    "TriggerWrite",
     "UNIT_WORDS",
     "UnitEnd",
     "UnitEntry",
@@ -291,6 +292,41 @@ class BodyReach:
     def starts(self) -> builtins.list[builtins.int]: ...
     @property
     def ends(self) -> builtins.list[builtins.int]: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class BodyWrite:
+    r"""
+    A write of a trigger's or function's body: the table (a database None: the trigger's or
+    function's) and the trigger event it fires; or, table None, a body statement the
+    statement key does not read, at bytes [start, end) of the text (event "").
+    """
+    @property
+    def table(self) -> typing.Optional[QualifiedName]: ...
+    @property
+    def event(self) -> builtins.str: ...
+    @property
+    def start(self) -> builtins.int: ...
+    @property
+    def end(self) -> builtins.int: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class ColumnChange:
+    r"""
+    A column change of ALTER TABLE (lower-cased): old None, a column added; new None, one
+    dropped; both, one renamed.
+    """
+    @property
+    def old(self) -> typing.Optional[bytes]: ...
+    @property
+    def new(self) -> typing.Optional[bytes]: ...
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1056,7 +1092,18 @@ class StatementFacts:
         CREATE TABLE's column names (lower-cased), where the core reads them all.
         """
     @property
+    def column_changes(self) -> typing.Optional[builtins.list[ColumnChange]]:
+        r"""
+        ColumnChange per ALTER TABLE column change, in order; None: not read.
+        """
+    @property
     def trigger_def(self) -> typing.Optional[TriggerDefinition]: ...
+    @property
+    def writes(self) -> typing.Optional[builtins.list[BodyWrite]]:
+        r"""
+        BodyWrite per write of a CREATE TRIGGER's or CREATE FUNCTION's body, in body order;
+        None: not followed (a CALL or dynamic SQL could write more).
+        """
     @property
     def target(self) -> typing.Optional[ObjectTarget]: ...
     @property
@@ -1278,26 +1325,6 @@ class TriggerDefinition:
     """
     @property
     def timing(self) -> builtins.str: ...
-    @property
-    def event(self) -> builtins.str: ...
-    @property
-    def writes(self) -> typing.Optional[builtins.list[TriggerWrite]]:
-        r"""
-        TriggerWrite in body order; None: a CALL or dynamic SQL could write more.
-        """
-    def __len__(self) -> builtins.int: ...
-    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
-    def __iter__(self) -> typing.Iterator[typing.Any]: ...
-    def __hash__(self) -> builtins.int: ...
-
-@typing.final
-class TriggerWrite:
-    r"""
-    A table a trigger's body writes, and the event (a table without a database is in the
-    trigger's).
-    """
-    @property
-    def table(self) -> QualifiedName: ...
     @property
     def event(self) -> builtins.str: ...
     def __len__(self) -> builtins.int: ...

@@ -3,11 +3,9 @@
 //! `filter` reads the trigger with): piece by piece (`;` apart), the body statements that reach
 //! their table alone (gate_reach's check, the master walk's own of every statement text) are
 //! that table; the other pieces are handed back as spans, which `rules.policy_bound` reads by its
-//! general path (sqlglot). Text the facts' lexer does not read (a comment that is code or runs to
-//! the line's end, a byte outside ASCII outside a string, an unclosed quote) is not answered: the
-//! general path reads the whole text.
+//! general path (sqlglot). Text with a quote or comment left open is not answered.
 
-use crate::facts::lex::{tokens, Cur};
+use crate::facts::lex::{read, Cur, Kind};
 use crate::gate_reach::reaches_key_alone;
 use crate::stmt::{dml_shape, one_of};
 
@@ -141,6 +139,13 @@ impl Cur<'_> {
         }
         let mut text = Vec::new();
         let mut at = self.toks[verb].start;
+        // `INSERT INTO NEW.t`: a database so named, not the trigger's row: the general path reads it.
+        let row_db = |d: &[u8]| d.eq_ignore_ascii_case(b"NEW") || d.eq_ignore_ascii_case(b"OLD");
+        if trigger
+            && dml_shape(&self.sql[at..end]).is_some_and(|s| s.db.as_deref().is_some_and(row_db))
+        {
+            return None;
+        }
         if trigger {
             for i in verb..to.saturating_sub(2) {
                 let (word, dot) = (self.toks[i], self.toks[i + 1]);
@@ -165,7 +170,7 @@ impl Cur<'_> {
 /// piece without a statement and without a call, sequence or qualified name reaches nothing:
 /// neither). None: the general path reads the whole text.
 pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
-    let lexed = tokens(sql)?;
+    let lexed = read(sql)?;
     let body = Cur::new(sql, &lexed.toks);
     if !(body.is_word_at(0, b"CREATE") || body.is_word_at(0, b"ALTER")) {
         return None;
@@ -173,7 +178,10 @@ pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
     let trigger = form == FORM_TRIGGER;
     let n = body.toks.len();
     let start = body.start(form).min(n);
-    if start > 0 && body.is_punct_at(start - 1, b'.') {
+    if start > 0
+        && body.is_punct_at(start - 1, b'.')
+        && body.toks.get(start).is_some_and(|t| t.kind == Kind::Str)
+    {
         return None; // a first string the whole text's ANSI_QUOTES reading may take for a name
     }
     let mut out = BodyReach::default();
@@ -228,6 +236,15 @@ mod tests {
     }
 
     #[test]
+    fn a_database_named_new_or_old_is_no_row_of_the_trigger() {
+        let sql = b"CREATE TRIGGER s.tr AFTER INSERT ON s.t FOR EACH ROW BEGIN \
+            INSERT INTO NEW.t (a) VALUES (OLD.a); UPDATE old.u SET a = 1; END";
+        let r = body_reach(sql, FORM_TRIGGER).expect("read");
+        assert!(r.tables.is_empty());
+        assert_eq!(r.declined.len(), 2);
+    }
+
+    #[test]
     fn a_routine_body_starts_after_its_parameters() {
         let sql = b"CREATE PROCEDURE p(IN a INT) BEGIN UPDATE t SET c = NEW.c; CALL q(); END";
         let r = body_reach(sql, FORM_ROUTINE).expect("read");
@@ -268,12 +285,18 @@ mod tests {
     }
 
     #[test]
-    fn text_the_facts_lexer_does_not_read_is_not_answered() {
+    fn comments_and_names_outside_ascii_are_read_and_open_text_is_not() {
+        // (a name outside ASCII is the general path's: the key reads ASCII names)
+        let sql =
+            "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO /*!50100 UPDATE t\u{e9} SET a = 1; */ \
+            DELETE FROM u WHERE a = '\u{e9}'; -- gone\n CALL p()";
+        let r = body_reach(sql.as_bytes(), FORM_EVENT).expect("read");
+        assert_eq!(r.tables, vec![table(None, "u")]);
+        let declined: Vec<&str> = r.declined.iter().map(|&(s, e)| &sql[s..e]).collect();
+        assert_eq!(declined, vec!["UPDATE t\u{e9} SET a = 1", "CALL p()"]);
         for sql in [
-            &b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 1 # x"[..],
-            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t\xc3\xa9 SET a = 1",
-            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO /*!50100 UPDATE t SET a = 1 */",
-            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 'x",
+            &b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 'x"[..],
+            b"CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO UPDATE t SET a = 1 /* x",
             b"DROP EVENT e",
         ] {
             assert_eq!(

@@ -40,7 +40,7 @@ from dumpfilter.rules.lcase import folded_info, folded_ref, folded_schema
 from dumpfilter.rules.lint_divergence import Breaks, Divergence
 from dumpfilter.rules.lint_records import Break as Break, Cause as Cause, Verdict  # (Break, Cause: importers name this module)
 from dumpfilter.rules.lint_server import ReplicaServer, Side
-from dumpfilter.rules.lint_sql import column_delta, if_not_exists
+from dumpfilter.rules.lint_sql import if_not_exists
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
@@ -350,7 +350,8 @@ class Linter(ReplicaServer):
         elif kind is Kind.ALTER_TABLE and info.updated:
             ref = info.updated[0]
             self.shape_causes.setdefault(ref, cause)
-            delta = column_delta(sql)
+            changes = info.column_changes  # columns added less those dropped
+            delta = None if changes is None else sum((new is not None) - (old is not None) for old, new in changes)
             known = self.column_delta.get(ref, 0)
             self.column_delta[ref] = None if delta is None or known is None else known + delta
 

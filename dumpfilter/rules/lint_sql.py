@@ -1,5 +1,5 @@
-"""The statement texts lint reads beyond what the statement parser gives: IF NOT EXISTS, the
-column list and first row of an INSERT, the columns an ALTER TABLE adds or drops."""
+"""The statement texts lint reads beyond what the statement facts give: IF NOT EXISTS, the column
+list and first row of an INSERT."""
 
 from __future__ import annotations
 
@@ -10,25 +10,6 @@ from dumpfilter.rules.sqltokens import LexError, tokenize
 
 def if_not_exists(sql: str) -> bool:
     return re.search(r"\bIF\s+NOT\s+EXISTS\b", sql, re.IGNORECASE) is not None
-
-
-def column_delta(sql: str) -> int | None:
-    """Columns an ALTER TABLE adds minus those it drops (sqlglot); None when it cannot be followed."""
-    from dumpfilter.rules.lazy_sqlglot import exp, sqlglot  # its logger quieted on first use
-
-    try:
-        tree = sqlglot.parse_one(sql, read="mysql")
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
-        return None
-    if not isinstance(tree, exp.Alter):
-        return None
-    delta = 0
-    for action in tree.args.get("actions") or []:
-        if isinstance(action, exp.ColumnDef):
-            delta += 1
-        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
-            delta -= max(1, len(action.args.get("tables") or []))
-    return delta
 
 
 def first_row_values(sql: str) -> int | None:

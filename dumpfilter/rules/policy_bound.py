@@ -18,9 +18,10 @@ allowed all of `mysql`. The reach of a text is everything it names, wherever it 
 - the inner statement of MariaDB's SET STATEMENT ... FOR.
 
 One reader per form (`_reach`): the core reads single-table DML (the master walk's own check)
-and the bodies of triggers, routines and events statement by statement; what it declines, and
-every other form, is read here by the general path: the classifier (statements.py, itself the
-core's where it reads the form), the tokens (sqltokens.py) and sqlglot.
+and the bodies of triggers, routines and events statement by statement (the body statements it
+declines are read one by one here); every other form is read here by the general path: the
+classifier (statements.py, itself the core's where it reads the form), the tokens (sqltokens.py)
+and sqlglot.
 
 What cannot be listed for sure widens the reach: a `name(` that may call a stored function, or a
 clause no parser read, reaches the default database as a whole (`default_schema`); a routine's or
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import cast
 from dataclasses import dataclass
 
@@ -62,7 +63,6 @@ class Reach:
 NOTHING = Reach()
 
 _ROUTINES = frozenset({"PROCEDURE", "FUNCTION", "EVENT", "PACKAGE"})
-_ROUTINE_WORDS = _ROUTINES - {"EVENT"}
 # Kinds whose text may hold expressions (subqueries, function calls): the others are DDL, whose
 # expressions (DEFAULT, CHECK, generated columns) may call neither a stored function nor a query.
 _EXPRESSION_KINDS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE,
@@ -197,14 +197,9 @@ def _full(sql: str, default: str, info: StatementInfo) -> Reach | None:
         return Reach(frozenset(info.updated), frozenset({ACCOUNT_SCHEMA}))
     if kind in DATABASE_KINDS:
         return Reach(schemas=frozenset({info.db_statement_name or default}))
+    if _word(tokens, 0) in ("CREATE", "ALTER") and _body_db(info) is not None:
+        return None  # a body the core does not read (`_core_body`)
     tables, schemas = _header(info)
-    body_db = _body_db(info, tokens)
-    if body_db is not None:
-        pieces = ((sql, piece, end) for piece, end in _pieces(sql, tokens[_body_start(tokens, info):]))
-        found, complete = _body(pieces, body_db, kind is Kind.CREATE_TRIGGER)
-        if not complete:
-            schemas.add(body_db)
-        return Reach(frozenset(tables | found), frozenset(schemas))
     if not _single(tokens):
         return None  # a server writes one statement per event: text made to look otherwise
     return _text(sql, tokens, info, default, tables, schemas)
@@ -278,8 +273,8 @@ def _core_body(raw: bytes, info: StatementInfo) -> Reach | None:
     the statement facts' lexer `filter` reads triggers with): the tables of the body statements it
     shows reach their table alone, and the pieces it declines (byte spans of `raw`, the text
     encoded) read by the general path (`_body`). None where the core does not read the text (a
-    comment, a byte outside ASCII outside a string, a quote left open): `_full` reads it whole."""
-    body_db = _body_db(info, None) if info.parse_ok else None
+    quote or comment left open, a first string after a dot): not analysed then (`_full`)."""
+    body_db = _body_db(info) if info.parse_ok else None
     if body_db is None:
         return None
     trigger = info.kind is Kind.CREATE_TRIGGER
@@ -294,50 +289,14 @@ def _core_body(raw: bytes, info: StatementInfo) -> Reach | None:
     return Reach(frozenset(tables | found), frozenset(schemas if complete else schemas | {body_db}))
 
 
-def _body_db(info: StatementInfo, tokens: list[Token] | None) -> str | None:
+def _body_db(info: StatementInfo) -> str | None:
     """The database a CREATE/ALTER TRIGGER, PROCEDURE, FUNCTION, EVENT or PACKAGE body runs in
-    (its unqualified names are that database's), or None for a statement without a body (tokens
-    None: its first word is known to be CREATE or ALTER)."""
-    if tokens is not None and _word(tokens, 0) not in ("CREATE", "ALTER"):
-        return None
+    (its unqualified names are that database's), or None for a statement without a body."""
     if info.kind is Kind.CREATE_TRIGGER and info.trigger is not None:
         return info.trigger[0]
     if info.kind is Kind.ROUTINE and info.target is not None and info.target[0] in _ROUTINES:
         return info.target[1]
     return None
-
-
-def _body_start(tokens: list[Token], info: StatementInfo) -> int:
-    """Where the body begins: after FOR EACH ROW [FOLLOWS|PRECEDES t] (a trigger), after DO (an
-    event), after its name and parameter list (a routine); the header before it the classifier read."""
-    n = len(tokens)
-    if info.kind is Kind.CREATE_TRIGGER:
-        for i in range(n - 2):
-            if _word(tokens, i) == "FOR" and _word(tokens, i + 1) == "EACH" and _word(tokens, i + 2) == "ROW":
-                start = i + 3
-                if _word(tokens, start) in ("FOLLOWS", "PRECEDES"):
-                    start += 2
-                return start
-        return n
-    if info.target is not None and info.target[0] == "EVENT":
-        return next((i + 1 for i in range(n) if _word(tokens, i) == "DO"), n)
-    # The parameter list follows the routine's name; MariaDB's sql_mode=ORACLE lets a routine go
-    # without one (`CREATE PROCEDURE p AS BEGIN ... END`): its body starts after the name then.
-    at = next((i + 1 for i in range(n) if _word(tokens, i) in _ROUTINE_WORDS), 0)
-    at += _word(tokens, at) == "BODY"
-    at += 3 * (_word(tokens, at) == "IF" and _word(tokens, at + 1) == "NOT" and _word(tokens, at + 2) == "EXISTS")
-    at += 3 if _punct(tokens, at + 1, ".") else 1
-    if not _punct(tokens, at, "("):
-        return min(at, n)
-    depth = 0
-    for i in range(at, n):
-        if _punct(tokens, i, "("):
-            depth += 1
-        elif _punct(tokens, i, ")"):
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return n
 
 
 def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool) -> tuple[set[TableRef], bool]:
@@ -364,18 +323,6 @@ def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool
             complete = False  # IF f(x) THEN ...
         tables |= _qualified(piece, names) | _sequences(piece, db)
     return tables, complete
-
-
-def _pieces(sql: str, tokens: list[Token]) -> Iterator[tuple[list[Token], int]]:
-    """(tokens, end offset in sql) of each `;`-separated piece."""
-    start = 0
-    for i, token in enumerate(tokens):
-        if token.kind == "punct" and token.value == ";":
-            if i > start:
-                yield tokens[start:i], token.start
-            start = i + 1
-    if start < len(tokens):
-        yield tokens[start:], len(sql)
 
 
 # -- sqlglot ---------------------------------------------------------------------------------------

@@ -3,6 +3,9 @@
 a `mysqldump`/`mariadb-dump --no-data` file, triggers included) and from the binlog's DDL replayed in
 order. It changes per DDL statement, never per row event: the ROW fast path never looks at it.
 
+The core's facts read each DDL statement; the output columns of CREATE ... SELECT and of a view,
+which it leaves, are read here with sqlglot (`create_columns`).
+
 Where the server needs a fact this model does not hold (a table it never saw, a column list it could
 not read, a trigger body it could not follow), the model says "unknown" (None) and the engine falls
 back to its schema-less answer, recording the assumption (`Decision.assumption`).
@@ -13,11 +16,12 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
 
 from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
@@ -200,7 +204,7 @@ class SchemaModel:
             info = statement_tables(strip_version_comments(sql), current_db or "")
         kind = info.kind
         if kind is Kind.ROUTINE and info.parse_ok and info.target is not None and info.target[0] == "FUNCTION":
-            self._function(strip_version_comments(sql), info.target)
+            self._function(strip_version_comments(sql), info)
             return
         if kind not in SCHEMA_KINDS or not info.parse_ok:
             return
@@ -237,7 +241,7 @@ class SchemaModel:
                 return  # a temporary table shadows the base table for its session only; not modelled
             self._create_table(info, sql, default)
         elif info.kind is Kind.ALTER_TABLE and info.updated:
-            self._alter_table(info.updated[0], sql, default)
+            self._alter_table(info, sql, default)
         elif info.kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
                 self._rename(old, new)
@@ -252,7 +256,7 @@ class SchemaModel:
                     self._columns.pop(key, None)
                     self._pending.pop(key, None)
         elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
-            self._create_trigger(info, sql)
+            self._create_trigger(info)
         elif info.kind is Kind.DROP_TRIGGER and info.trigger:
             self.triggers.pop(info.trigger, None)
 
@@ -265,7 +269,6 @@ class SchemaModel:
             self._pending.pop(table, None)
             self._columns[table] = info.columns
         elif _SELECT.search(sql):
-            from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
             columns = create_columns(sql, default, self.columns)
             self._pending.pop(table, None)
             self._columns[table] = columns
@@ -291,26 +294,25 @@ class SchemaModel:
         self._pending.pop(view, None)
         self._columns[view] = None
         if "*" in sql and _STAR_COLUMN.search(sql):
-            from dumpfilter.rules.ddl_text import create_columns  # (lazily: `filter` never needs it)
             self._columns[view] = create_columns(sql, default, self.columns)
         else:
             self._pending[view] = (("create", sql, default),)
 
-    def _alter_table(self, table: TableRef, sql: str, default: str) -> None:
+    def _alter_table(self, info: StatementInfo, sql: str, default: str) -> None:
+        table = info.updated[0]
         if table not in self._columns:
             self._columns[table] = None  # altered before we saw it: known to exist, columns unknown
         self._pending[table] = self._pending.get(table, ()) + (("alter", sql, default),)
-        renamed = _ALTER_RENAME.search(sql)
-        if renamed:
-            db, name = _split_name(renamed.group(1))
-            self._rename(table, (db or table[0], name))
+        for old, new in info.renames:  # RENAME TO
+            self._rename(old, new)
 
     def _resolve(self, table: TableRef) -> None:
-        from dumpfilter.rules.ddl_text import alter_columns, create_columns  # (lazily: `filter` never needs it)
-
         columns = self._columns.get(table)
         for op, sql, default in self._pending.pop(table, ()):
-            columns = create_columns(sql, default, self.columns) if op == "create" else alter_columns(columns, sql)
+            if op == "create":
+                columns = create_columns(sql, default, self.columns)
+            else:
+                columns = _altered(columns, statement_tables(sql, default).column_changes)
         self._columns[table] = columns
 
     def _rename(self, old: TableRef, new: TableRef) -> None:
@@ -330,37 +332,23 @@ class SchemaModel:
                     self.triggers[key] = Trigger(trig.db, trig.name, new, trig.timing, trig.event, trig.writes)
                     self._trigger_on(new)
 
-    def _create_trigger(self, info: StatementInfo, sql: str) -> None:
+    def _create_trigger(self, info: StatementInfo) -> None:
         assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
-        if info.trigger_def is not None:  # read by the core (rules.statement_facts)
-            timing, event, writes = info.trigger_def
+        if info.trigger_def is not None:  # (not a definition the model keeps: no trigger)
             db, name = info.trigger
-            self.triggers[(db, name)] = Trigger(db, name, info.updated[0], timing, event, writes)
+            self.triggers[(db, name)] = Trigger(db, name, info.updated[0], *info.trigger_def, info.writes)
             self._trigger_on(info.updated[0])
-            return
-        match = re.search(r"\b(BEFORE|AFTER)\s+(INSERT|UPDATE|DELETE)\s+ON\b", sql, re.IGNORECASE)
-        body = re.search(r"\bFOR\s+EACH\s+ROW\b", sql, re.IGNORECASE)
-        if match is None or body is None:
-            return
-        from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
 
-        db, name = info.trigger
-        self.triggers[(db, name)] = Trigger(db, name, info.updated[0], match.group(1).upper(),
-                                            match.group(2).upper(), body_writes(sql[body.end():], db))
-        self._trigger_on(info.updated[0])
-
-    def _function(self, sql: str, target: tuple[str, str, str]) -> None:
-        """CREATE [OR REPLACE] / DROP FUNCTION: what its body writes (from after RETURNS type)."""
-        _, db, name = target
+    def _function(self, sql: str, info: StatementInfo) -> None:
+        """CREATE [OR REPLACE] / DROP FUNCTION: what its body writes."""
+        assert info.target is not None  # (the caller's check)
+        _, db, name = info.target
         key = (db, name.lower())
         verb = statement_verb(sql)
         if verb == "DROP":
             self.functions.pop(key, None)
         elif verb == "CREATE" and not (key in self.functions and _IF_NOT_EXISTS.search(sql)):
-            from dumpfilter.rules.ddl_text import body_writes  # (lazily: `filter` never needs it)
-
-            returns = _RETURNS.search(sql)
-            self.functions[key] = body_writes(sql[returns.end():], db) if returns else None
+            self.functions[key] = info.writes
 
     def _trigger_on(self, table: TableRef) -> None:
         if self._trigger_tables is not None:
@@ -425,7 +413,6 @@ _DUMP_VERBS = _SCHEMA_VERBS | {"SET", "USE", "LOCK", "UNLOCK", "CHANGE", "START"
                                "INSTALL"}
 _ROW_VERBS = frozenset({"INSERT", "REPLACE", "COMMIT"})  # a dump with data (--no-autocommit: COMMIT)
 _SETVAL = lazy_compile(r"(?:DO|SELECT)\s+SETVAL\s*\(", re.IGNORECASE)  # mariadb-dump's sequences
-_RETURNS = lazy_compile(r"\bRETURNS\s+(?:`[^`]*`|\w+)(?:\s*\([^)]*\))?", re.IGNORECASE)  # a function's type
 _USE = lazy_compile(r"\s*USE\s+`?([^`;\s]+)`?\s*$", re.IGNORECASE)
 
 
@@ -463,22 +450,68 @@ def is_schema_statement(sql: str) -> bool:
     return statement_verb(head) in _SCHEMA_VERBS
 
 
-_ALTER_RENAME = lazy_compile(r"\bRENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)((?:`[^`]+`|[\w$]+)(?:\s*\.\s*(?:`[^`]+`|[\w$]+))?)",
-                           re.IGNORECASE)
+# A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
+SEQUENCE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment",
+                    "cache_size", "cycle_option", "cycle_count")
+_SEQUENCE = lazy_compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\b", re.IGNORECASE)
+ColumnsOf = Callable[[str, str], "tuple[str, ...] | None"]  # (db, table) -> its columns, None: unknown
 
 
-def _split_name(text: str) -> tuple[str, str]:
-    """`db`.`t` -> (db, t): split at the dots with an even number of backquotes after them (outside
-    quotes), counted in one pass; a lookahead regex recounted the rest of the text at every dot."""
-    parts, start, after = [], 0, text.count("`")
-    for index, char in enumerate(text):
-        if char == "`":
-            after -= 1
-        elif char == "." and after % 2 == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts = [part.strip().strip("`") for part in [*parts, text[start:]]]
-    return (parts[0], parts[1]) if len(parts) == 2 else ("", parts[0])
+def create_columns(sql: str, default: str, columns_of: ColumnsOf) -> tuple[str, ...] | None:
+    """The column list of CREATE TABLE (with sqlglot): defined columns, then CREATE ... SELECT output
+    columns not already defined (MySQL appends them); CREATE VIEW's column list, else its SELECT's
+    names; a sequence's fixed columns. None when it cannot be read."""
+    if _SEQUENCE.match(sql):
+        return SEQUENCE_COLUMNS
+    try:
+        tree = sqlglot.parse_one(sql, read="mysql")
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return None
+    if not isinstance(tree, exp.Create):
+        return None
+    names: list[str] = []
+    if isinstance(tree.this, exp.Schema):
+        names = [node.name.lower() for node in tree.this.expressions if isinstance(node, exp.ColumnDef)]
+        if str(tree.args.get("kind") or "").upper() == "VIEW":  # CREATE VIEW v (a, b) AS ...: the list
+            return tuple(node.name.lower() for node in tree.this.expressions) or None
+    select = tree.args.get("expression")
+    if isinstance(select, exp.Select):
+        for projection in select.expressions:
+            if isinstance(projection, exp.Star) or (isinstance(projection, exp.Column)
+                                                   and isinstance(projection.this, exp.Star)):
+                sources = [(t.db or default, t.name) for t in select.find_all(exp.Table)]
+                for source in sources:
+                    cols = columns_of(*source)
+                    if cols is None:
+                        return None
+                    names += [c for c in cols if c not in names]
+                continue
+            name = projection.alias_or_name
+            if not name:
+                return None  # an expression column is named after its text: not modelled
+            if name.lower() not in names:
+                names.append(name.lower())
+    elif select is not None:
+        return None
+    return tuple(names) if names else None
+
+
+def _altered(columns: tuple[str, ...] | None, changes: tuple[tuple[str | None, str | None], ...] | None
+             ) -> tuple[str, ...] | None:
+    """A table's columns after ALTER TABLE's column changes (StatementInfo.column_changes); None
+    (unknown) where either is not known. A column added goes last (FIRST and AFTER aside)."""
+    if columns is None or changes is None:
+        return None
+    names = list(columns)
+    for old, new in changes:
+        if old is not None and old in names:
+            if new is None:
+                names.remove(old)
+            else:
+                names[names.index(old)] = new
+        elif old is None and new is not None and new not in names:
+            names.append(new)
+    return tuple(names)
 
 
 def strip_version_comments(sql: str) -> str:

@@ -72,7 +72,7 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         table = name(facts.updated[0], trigger_ref[0])  # the trigger's table lives in the trigger's schema
         d = facts.trigger_def
         return StatementInfo(kind, updated=(table,), trigger=trigger_ref, trigger_def=None if d is None else
-                             (d.timing, d.event, _writes(d.writes, trigger_ref[0], name)))
+                             (d.timing, d.event), writes=_writes(facts.writes, sql, trigger_ref[0], name))
     tables = tuple(name(ref) for ref in facts.updated)
     if kind is Kind.RENAME_TABLE:
         pairs = tuple((name(r.old), name(r.new)) for r in facts.renames)
@@ -84,7 +84,8 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         return StatementInfo(kind, db_statement_name=_text(db_name) if db_name is not None else None)
     if kind in (Kind.ACCOUNT, Kind.ROUTINE, Kind.OTHER):
         what = (target.object, *name(target.name)) if target is not None else None
-        return StatementInfo(kind, updated=tables, target=what)
+        writes = _writes(facts.writes, sql, what[1], name) if what is not None and what[0] == "FUNCTION" else None
+        return StatementInfo(kind, updated=tables, target=what, writes=writes)
     if kind is Kind.DROP_TRIGGER:
         assert trigger is not None  # (DROP TRIGGER names one)
         return StatementInfo(kind, trigger=name(trigger), if_exists=facts.if_exists)
@@ -95,9 +96,14 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         reads = _reads(refs, name, exclude=tables)
     else:  # LIKE s: the source as named
         reads = tuple(map(name, read)) if read else ()
-    columns = facts.columns
+    columns, changes = facts.columns, facts.column_changes
     return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary, if_exists=facts.if_exists,
-                         columns=tuple(c.decode(_UTF8, _RAW) for c in columns) if columns is not None else None)
+                         columns=tuple(map(_text, columns)) if columns is not None else None,
+                         # ALTER TABLE's RENAME TO: a new name without a database is in the table's
+                         renames=tuple((name(r.old), name(r.new, tables[0][0])) for r in facts.renames),
+                         column_changes=None if changes is None else tuple(
+                             (None if c.old is None else _text(c.old), None if c.new is None else _text(c.new))
+                             for c in changes))
 
 
 def _multi(kind: Kind, joined: Sequence[Joined], facts: _core.StatementFacts, sql: str, name: Namer,
@@ -149,13 +155,28 @@ def _reads(refs: Sequence[Ref], name: Namer, exclude: Sequence[TableRef]) -> tup
     return tuple(found)
 
 
-def _writes(writes: Sequence[_core.TriggerWrite] | None, trigger_db: str, name: Namer
+_FIRES = {Kind.INSERT: ("INSERT",), Kind.LOAD_DATA: ("INSERT",), Kind.REPLACE: ("INSERT", "DELETE"),
+          Kind.UPDATE: ("UPDATE",), Kind.UPDATE_MULTI: ("UPDATE",), Kind.DELETE: ("DELETE",),
+          Kind.DELETE_MULTI: ("DELETE",)}
+
+
+def _writes(writes: Sequence[_core.BodyWrite] | None, sql: str, db: str, name: Namer
             ) -> tuple[tuple[TableRef, str], ...] | None:
-    """A trigger body's (table, event) writes, unqualified names in the trigger's database,
-    repeats dropped (`ddl_text.body_writes`)."""
+    """A trigger's or function's body's (table, event) writes, unqualified names in its database
+    `db`, repeats dropped; a body statement the core hands back as a span is read here as a
+    statement of its own (a multi-table UPDATE's targets resolved), None if it is not read."""
     if writes is None:
         return None
-    out = {(name(w.table, trigger_db), w.event): None for w in writes}  # in order, each once
+    raw = sql.encode(_UTF8, _RAW)
+    out: dict[tuple[TableRef, str], None] = {}  # in body order, each once
+    for w in writes:
+        if w.table is not None:
+            out[(name(w.table, db), w.event)] = None
+            continue
+        info = core_info(_text(raw[w.start:w.end]), db)
+        if info is None:
+            return None
+        out.update(((ref, event), None) for ref in info.updated for event in _FIRES.get(info.kind, ("UPDATE",)))
     return tuple(out)
 
 

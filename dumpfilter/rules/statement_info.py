@@ -65,13 +65,16 @@ class StatementInfo:
     # columns as (qualifier or None, column); the schema model places unqualified columns (BUG#37051).
     joined: tuple[tuple[TableRef, tuple[str, ...]], ...] = ()
     set_columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
-    # The body of CREATE TRIGGER (from FOR EACH ROW on), for the tables it writes.
-    body: str = ""
-    # What the compiled facts (rules.statement_facts) read for the schema model; None where the
-    # model reads the text itself: CREATE TABLE's column names (lower-cased), and CREATE
-    # TRIGGER's (timing, event, the (table, event) its body writes, or None: not followed).
+    # What the compiled facts (rules.statement_facts) read for the schema model: CREATE TABLE's
+    # column names (lower-cased; None where the model reads the text itself), CREATE TRIGGER's
+    # (timing, event), and the (table, trigger event) a CREATE TRIGGER's or CREATE FUNCTION's
+    # body writes (None: not followed, a CALL or dynamic SQL could write more).
     columns: tuple[str, ...] | None = None
-    trigger_def: tuple[str, str, tuple[tuple[TableRef, str], ...] | None] | None = None
+    trigger_def: tuple[str, str] | None = None
+    # ALTER TABLE's column changes in order, lower-cased: (None, new) added, (old, None) dropped,
+    # (old, new) renamed; None where they are not read (system versioning, a period).
+    column_changes: tuple[tuple[str | None, str | None], ...] | None = None
+    writes: tuple[tuple[TableRef, str], ...] | None = None
 
     @property
     def has_tables(self) -> bool:

@@ -2,28 +2,22 @@
 its answer is whole on every statement of the rule vectors, of `verify`'s built-in workloads, of
 the real fixture binlogs and of hypothesis-built DDL, multi-table UPDATE and DELETE and triggers
 (the cached answer is the same; the column names it reads are the schema model's sqlglot reading,
-`_create_columns`; a trigger's definition is the one the model reads from the text); the texts a
+`_create_columns`); the texts a
 second Python parser read before (comments, text outside ASCII, views, subqueries) answer as
 written out here; and sqlglot reads part of at most 1% of `verify`'s workloads."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.rules.ddl_text import create_columns as _create_columns
+from dumpfilter.rules.schema import create_columns as _create_columns
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_facts import core_info, parser_reads
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import statement_tables
 from tests.core.test_statement_keys import _queries, _vectors
-
-
-def _hints_off(info):
-    return dataclasses.replace(info, columns=None, trigger_def=None)
 
 
 def check(sql: str, db: str | None) -> bool:
@@ -33,13 +27,8 @@ def check(sql: str, db: str | None) -> bool:
         assert not statement_tables(sql, db).parse_ok, sql
         return False
     assert statement_tables(sql, db) == info
-    if info.columns is not None:
-        assert info.columns == _create_columns(sql, db or "", SchemaModel().columns), sql
-    if info.kind is Kind.CREATE_TRIGGER and info.trigger_def is not None:
-        model = SchemaModel()
-        model.observe(sql, db, _hints_off(info))  # the model's own reading of the text
-        trigger = model.triggers[info.trigger]
-        assert (trigger.timing, trigger.event, trigger.writes) == info.trigger_def, sql
+    if info.columns is not None:  # where sqlglot reads the list too, the same names
+        assert _create_columns(sql, db or "", SchemaModel().columns) in (None, info.columns), sql
     return True
 
 
@@ -456,9 +445,7 @@ def _trigger(n: int, sep: str) -> str:
 @pytest.mark.parametrize("comment", ["", "# c\n"])
 def test_a_body_statement_holding_more_writes_than_one_statement_can_is_not_followed(n, sep, followed, comment):
     """A trigger's writes are cut at MAX_WRITES_PER_STATEMENT write words before one `;` (each would
-    be read from its word to the `;`: quadratic in a hostile body), by the core and by the general
-    path it declines a comment to alike."""
-    from dumpfilter.rules.ddl_text import MAX_WRITES_PER_STATEMENT
+    be read from its word to the `;`: quadratic in a hostile body), a comment in it or not."""
     from dumpfilter.rules.schema import SchemaModel
 
     model = SchemaModel()
@@ -467,7 +454,6 @@ def test_a_body_statement_holding_more_writes_than_one_statement_can_is_not_foll
     assert (trigger.writes is not None) is followed
     if followed:
         assert trigger.writes == tuple((("db", f"t{i}"), "INSERT") for i in range(n))
-        assert n <= MAX_WRITES_PER_STATEMENT or sep == "; "
 
 
 def test_a_join_of_thousands_is_read_in_linear_work():

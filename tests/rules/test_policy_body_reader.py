@@ -4,6 +4,7 @@ hostile text is answered, never raised; a body statement that names a table reac
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -86,3 +87,18 @@ def test_a_body_statement_naming_a_table_reaches_it(sql, default):
         return
     reach = statement_reach(sql, default)
     assert reach is None or ("secret", "u") in reach.tables or "secret" in reach.schemas, (sql, reach)
+
+
+@pytest.mark.mariadb
+def test_a_trigger_writing_a_database_named_new_reaches_it(mariadb_factory):
+    """`INSERT INTO NEW.t` in a trigger's body writes the table t of a database named NEW (a real
+    MariaDB says so), not the trigger's row: the bound reaches NEW.t, where the core's reading of
+    NEW.c as a row's column took it for t in the trigger's database."""
+    server = mariadb_factory("trigger-new-db")
+    server.execute(["CREATE DATABASE shop", "CREATE DATABASE NEW", "CREATE TABLE NEW.t (a INT)",
+                    "CREATE TABLE shop.t (a INT)"])
+    trigger = "CREATE TRIGGER shop.tr AFTER INSERT ON shop.t FOR EACH ROW INSERT INTO NEW.t (a) VALUES (NEW.a)"
+    server.execute([trigger, "INSERT INTO shop.t VALUES (7)"], db="shop")
+    assert server.query("SELECT a FROM NEW.t") == [{"a": 7}] and server.query("SELECT a FROM shop.t") == [{"a": 7}]
+    reach = statement_reach(trigger, "shop")
+    assert reach is not None and ("NEW", "t") in reach.tables

@@ -52,7 +52,8 @@ def test_a_good_dump_still_loads(tmp_path):
 
 def test_the_lab_reads_a_script_as_before():
     assert SchemaModel.from_sql("hello ;;; ))(").tables == {}
-    assert SchemaModel.from_sql("CREATE TABLE a.t (x int").knows("a", "t")
+    cut_short = SchemaModel.from_sql("CREATE TABLE a.t (x int")  # (a server refuses it: no column is read)
+    assert cut_short.knows("a", "t") and cut_short.columns("a", "t") is None
 
 
 def test_one_module_says_what_a_path_is(tmp_path):

@@ -137,7 +137,7 @@ TRICKY_STATEMENTS = [
 @pytest.mark.parametrize("sql,expected", TRICKY_STATEMENTS, ids=[s for s, _ in TRICKY_STATEMENTS])
 def test_tricky_statements(sql, expected):
     # (the core's facts add what the schema model reads: CREATE TABLE's columns)
-    assert dataclasses.replace(statement_tables(sql, "db"), columns=None, trigger_def=None) == expected
+    assert dataclasses.replace(statement_tables(sql, "db"), columns=None, trigger_def=None, writes=None) == expected
 
 
 @pytest.mark.parametrize("sql", ["DELETE t FROM", "DELETE a, b FROM", "DELETE FROM t USING", "DELETE FROM t, u USING",

@@ -2,7 +2,8 @@
 //! databases, tables, indexes, views and triggers (a trigger's definition in `trigger`); and for
 //! the schema model, CREATE TABLE's column names.
 
-use super::lex::{upper, Cur, Kind};
+use super::lex::{upper, Cur, Kind, QName};
+use super::ColumnChange;
 use super::{objects, one_of, refs, Facts};
 
 const CREATE_MODIFIERS: &[&[u8]] = &[
@@ -155,7 +156,7 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
     Some(f)
 }
 
-/// The column list's names (ddl_text.create_columns on a plain CREATE TABLE): the first name of
+/// The column list's names (schema.create_columns on a plain CREATE TABLE): the first name of
 /// each element that is a column definition (a name, then its type's word). None where an
 /// element is anything else, or the list is not closed.
 fn column_names(cur: &mut Cur) -> Option<Vec<Vec<u8>>> {
@@ -304,10 +305,95 @@ pub fn alter(cur: &mut Cur) -> Option<Facts> {
         other => return objects::without_tables(cur, other),
     }
     cur.if_exists();
-    // ALTER TABLE t RENAME TO u: the new name is not in the table list.
+    // ALTER TABLE t RENAME TO u: the new name is not in the table list (`renames` holds it).
     let mut f = Facts::new("ALTER_TABLE");
-    f.updated.push(cur.qname()?);
+    let table = cur.qname()?;
+    f.updated.push(table.clone());
+    f.column_changes = if obj == b"TABLE" {
+        alter_actions(cur, &table, &mut f.renames)
+    } else {
+        Some(Vec::new()) // a sequence's columns are fixed
+    };
     Some(f)
+}
+
+/// ALTER TABLE's actions (`,` apart): its column changes in order, lower-cased (see
+/// Facts::column_changes), and RENAME [TO|AS] new as a rename of `table`. ENGINE, keys,
+/// partitions, MODIFY, ALTER COLUMN, DISABLE KEYS, CONVERT TO CHARACTER SET and the other
+/// actions keep every column's name. None where system versioning or a period is added or
+/// dropped (its hidden columns are not modelled).
+fn alter_actions(
+    cur: &mut Cur,
+    table: &QName,
+    renames: &mut Vec<(QName, QName)>,
+) -> Option<Vec<ColumnChange>> {
+    let mut out = Vec::new();
+    let lower = |name: Vec<u8>| name.to_ascii_lowercase();
+    while cur.at < cur.toks.len() {
+        let action = cur.word().map(upper).unwrap_or_default();
+        cur.at += 1;
+        let column = cur.accept(b"COLUMN");
+        match action.as_slice() {
+            b"ADD" | b"DROP" if cur.is(b"SYSTEM") || cur.is(b"PERIOD") => return None,
+            // A key, a constraint, a partition.
+            b"ADD" | b"DROP"
+                if !column
+                    && (cur.is(b"PARTITION")
+                        || cur.word().is_some_and(|w| one_of(w, CONSTRAINT_WORDS))) => {}
+            b"ADD" if cur.accept_punct(b'(') => {
+                // ADD (a INT, b INT): the first name of each element.
+                loop {
+                    out.push((None, Some(lower(cur.identifier()?))));
+                    skip_element(cur)?;
+                    if !cur.accept_punct(b',') {
+                        break;
+                    }
+                }
+                cur.accept_punct(b')');
+            }
+            b"ADD" => {
+                cur.if_exists();
+                out.push((None, Some(lower(cur.identifier()?))));
+            }
+            b"DROP" => {
+                cur.if_exists();
+                out.push((Some(lower(cur.identifier()?)), None));
+            }
+            b"CHANGE" => {
+                cur.if_exists();
+                let old = lower(cur.identifier()?);
+                out.push((Some(old), Some(lower(cur.identifier()?))));
+            }
+            b"RENAME" if column => {
+                let old = lower(cur.identifier()?);
+                cur.accept(b"TO");
+                out.push((Some(old), Some(lower(cur.identifier()?))));
+            }
+            b"RENAME" if !(cur.is(b"INDEX") || cur.is(b"KEY")) => {
+                cur.accept_any(&[b"TO", b"AS"]);
+                renames.push((table.clone(), cur.qname()?));
+            }
+            _ => {}
+        }
+        skip_element(cur)?; // the rest of the action
+        cur.at += 1; // its `,`
+    }
+    Some(out)
+}
+
+/// Past the rest of a list's element: to the next `,` or `)` outside parentheses (not taken).
+fn skip_element(cur: &mut Cur) -> Option<()> {
+    while cur.at < cur.toks.len()
+        && !cur.is_punct_at(cur.at, b',')
+        && !cur.is_punct_at(cur.at, b')')
+    {
+        if cur.accept_punct(b'(') {
+            cur.skip_balanced()?;
+        } else {
+            cur.at += 1;
+        }
+    }
+    Some(())
 }
 
 pub fn drop(cur: &mut Cur) -> Option<Facts> {

@@ -20,17 +20,28 @@ pub(crate) use crate::stmt::one_of;
 use lex::{upper, Cur, Kind, QName};
 pub use refs::Ref;
 
+/// A column change of ALTER TABLE: (None, new) a column added, (old, None) one dropped, (old,
+/// new) one renamed (CHANGE, RENAME COLUMN); names lower-cased.
+pub type ColumnChange = (Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// A SET assignment's column: its qualifier's parts (None: unqualified) and its name.
 pub type SetColumn = (Option<Vec<Vec<u8>>>, Vec<u8>);
 
-/// A trigger's definition as the schema model keeps it: timing, event, and the (table, event)
-/// its body writes in body order (None: a CALL or dynamic SQL could write more). A table
-/// without a database is in the trigger's.
+/// A trigger's definition as the schema model keeps it: its timing and event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TriggerDef {
     pub timing: &'static str,
     pub event: &'static str,
-    pub writes: Option<Vec<(QName, &'static str)>>,
+}
+
+/// A write of a trigger's or stored function's body, in body order: a table (without a
+/// database: the trigger's or function's) and the trigger event it fires there; or a body
+/// statement the statement key does not read, as its byte span of the text, which
+/// `rules.statement_facts` reads as a statement of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyWrite {
+    Table(QName, &'static str),
+    Piece(usize, usize),
 }
 
 /// What a statement's decision reads (see the module's doc). Names without a database are the
@@ -54,7 +65,12 @@ pub struct Facts {
     pub targets: Vec<Vec<Vec<u8>>>,
     /// CREATE TABLE's column names (lower-cased), where the core reads them all.
     pub columns: Option<Vec<Vec<u8>>>,
+    /// ALTER TABLE's column changes in order (None: not read; see ddl::alter_actions).
+    pub column_changes: Option<Vec<ColumnChange>>,
     pub trigger_def: Option<TriggerDef>,
+    /// What a CREATE TRIGGER's or CREATE FUNCTION's body writes (None: not followed: a CALL or
+    /// dynamic SQL could write more; a function without RETURNS).
+    pub writes: Option<Vec<BodyWrite>>,
     /// The object a statement without a table list changes (WL#2516 needs its database):
     /// (object type, its name: a database None for the default one).
     pub target: Option<(&'static str, QName)>,
@@ -232,7 +248,7 @@ fn boundary(sql: &[u8], i: usize) -> bool {
 
 /// Where `\b(w1|w2|...)\b` (case-insensitive) first matches in `sql[from..]`, as its start
 /// and end.
-pub(crate) fn raw_word(sql: &[u8], from: usize, words: &[&[u8]]) -> Option<(usize, usize)> {
+fn raw_word(sql: &[u8], from: usize, words: &[&[u8]]) -> Option<(usize, usize)> {
     (from..sql.len()).find_map(|i| {
         if !boundary(sql, i) {
             return None;

@@ -73,6 +73,9 @@ fn routine(cur: &mut Cur, obj: &[u8]) -> Option<Facts> {
     if kind == "FUNCTION" && (cur.at..cur.toks.len()).any(|i| cur.is_word_at(i, b"SONAME")) {
         target(&mut f, ("UDF", Some(b"mysql"), b"func"));
     } else {
+        if kind == "FUNCTION" {
+            f.writes = super::trigger::function_writes(cur);
+        }
         f.target = Some((kind, name));
     }
     Some(f)

@@ -122,11 +122,42 @@ fn a_trigger_and_what_its_body_writes() {
     assert_eq!(f.updated, vec![q(None, "t_x")]);
     let def = f.trigger_def.expect("defined");
     assert_eq!((def.timing, def.event), ("AFTER", "UPDATE"));
-    let writes = def.writes.expect("followed");
-    let events: Vec<_> = writes.iter().map(|(_, e)| *e).collect();
+    let writes = f.writes.expect("followed");
+    let events: Vec<_> = writes
+        .iter()
+        .map(|w| match w {
+            BodyWrite::Table(_, e) => *e,
+            BodyWrite::Piece(..) => "piece",
+        })
+        .collect();
     assert_eq!(events, vec!["INSERT", "DELETE", "UPDATE"]);
     let call = facts(b"CREATE TRIGGER tr BEFORE DELETE ON t FOR EACH ROW CALL p()").expect("read");
-    assert_eq!(call.trigger_def.expect("defined").writes, None);
+    assert!(call.trigger_def.is_some() && call.writes.is_none());
+}
+
+#[test]
+fn a_body_read_past_comments_with_the_statements_the_key_declines_as_spans() {
+    let sql: &[u8] = b"CREATE TRIGGER tr /* BEFORE INSERT ON x */ AFTER DELETE ON t FOR EACH ROW \
+        BEGIN UPDATE a JOIN b ON a.i = b.i SET a.v = 1; INSERT INTO c VALUES (1); END";
+    let f = facts(sql).expect("read");
+    let def = f.trigger_def.expect("defined");
+    assert_eq!((def.timing, def.event), ("AFTER", "DELETE"));
+    let writes = f.writes.expect("followed");
+    let BodyWrite::Piece(start, end) = writes[0] else {
+        panic!("a span: {writes:?}")
+    };
+    assert_eq!(
+        &sql[start..end],
+        b"UPDATE a JOIN b ON a.i = b.i SET a.v = 1"
+    );
+    assert_eq!(writes[1], BodyWrite::Table(q(None, "c"), "INSERT"));
+    let function = facts(
+        b"CREATE FUNCTION d.f(x INT) RETURNS DECIMAL(10, 2) DETERMINISTIC \
+        BEGIN DELETE FROM e.g WHERE k = x; RETURN 1; END",
+    )
+    .expect("read");
+    let writes = function.writes.expect("followed");
+    assert_eq!(writes, vec![BodyWrite::Table(q(Some("e"), "g"), "DELETE")]);
 }
 
 #[test]
@@ -140,16 +171,10 @@ fn a_body_statement_with_more_write_words_than_any_statement_holds_is_not_follow
             stmts.join(sep)
         )
     };
-    let writes = |sql: String| {
-        facts(sql.as_bytes())
-            .expect("read")
-            .trigger_def
-            .expect("defined")
-            .writes
-    };
+    let writes = |sql: String| facts(sql.as_bytes()).expect("read").writes;
     // One statement per `;`: each read, however many.
     assert_eq!(writes(body(3000, "; ")).expect("followed").len(), 3000);
-    // Up to the cap before one `;`, each read (as the Python reading does: to the `;`).
+    // Up to the cap before one `;`, each read to the `;`.
     let under = writes(body(trigger::MAX_WRITES_PER_STATEMENT, " ")).expect("followed");
     assert_eq!(under.len(), trigger::MAX_WRITES_PER_STATEMENT);
     // Past it, not followed: 3000 of them would each be read to the end of the body.
@@ -161,8 +186,42 @@ fn a_body_statement_with_more_write_words_than_any_statement_holds_is_not_follow
 }
 
 #[test]
+fn alter_table_column_changes_and_its_rename() {
+    let changes = |sql: &[u8]| facts(sql).expect("read").column_changes;
+    let c = |old: Option<&str>, new: Option<&str>| {
+        (
+            old.map(|o| o.as_bytes().to_vec()),
+            new.map(|n| n.as_bytes().to_vec()),
+        )
+    };
+    assert_eq!(
+        changes(
+            b"ALTER TABLE t ADD (X INT, y DECIMAL(3, 1)), DROP COLUMN IF EXISTS b, ADD KEY (a)"
+        ),
+        Some(vec![
+            c(None, Some("x")),
+            c(None, Some("y")),
+            c(Some("b"), None)
+        ])
+    );
+    assert_eq!(
+        changes(b"ALTER ONLINE TABLE t CHANGE a z INT COMMENT 'RENAME TO u', RENAME COLUMN q TO r"),
+        Some(vec![c(Some("a"), Some("z")), c(Some("q"), Some("r"))])
+    );
+    assert_eq!(
+        changes(b"ALTER TABLE t ENGINE=InnoDB, DROP PRIMARY KEY"),
+        Some(vec![])
+    );
+    assert_eq!(changes(b"ALTER TABLE t ADD SYSTEM VERSIONING"), None);
+    let f = facts(b"ALTER TABLE d.t RENAME TO u, ADD COLUMN b INT").expect("read");
+    assert_eq!(f.renames, vec![(q(Some("d"), "t"), q(None, "u"))]);
+    assert_eq!(f.column_changes, Some(vec![c(None, Some("b"))]));
+}
+
+#[test]
 fn every_prefix_is_read_or_refused_without_a_panic() {
-    let texts: [&[u8]; 3] = [
+    let texts: [&[u8]; 4] = [
+        b"ALTER TABLE t ADD (a INT, b INT), CHANGE c d INT, RENAME COLUMN e TO f, RENAME TO g",
         b"CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW FOLLOWS x BEGIN INSERT INTO u VALUES (1); END",
         b"UPDATE a JOIN (b JOIN c ON b.x = c.x) ON a.y = b.y SET a.z = 'q''s', b.w = (1) WHERE a.k = 1",
         b"DELETE a, b FROM a JOIN b USING (id) WHERE a.x = 1",

@@ -8,6 +8,7 @@ use pyo3::types::{PyBytes, PyList};
 use super::list;
 use super::results::records;
 use crate::facts::lex::QName;
+use crate::facts::{BodyWrite as Write, TriggerDef};
 
 records! {
     /// A name as the statement gives it: its database (None: not given) and the name.
@@ -34,19 +35,27 @@ records! {
         column: Py<PyBytes>,
     }
 
-    /// A table a trigger's body writes, and the event (a table without a database is in the
-    /// trigger's).
-    TriggerWrite = "TriggerWrite" {
-        table: Py<QualifiedName>,
+    /// A write of a trigger's or function's body: the table (a database None: the trigger's or
+    /// function's) and the trigger event it fires; or, table None, a body statement the
+    /// statement key does not read, at bytes [start, end) of the text (event "").
+    BodyWrite = "BodyWrite" {
+        table: Option<Py<QualifiedName>>,
         event: &'static str,
+        start: usize,
+        end: usize,
+    }
+
+    /// A column change of ALTER TABLE (lower-cased): old None, a column added; new None, one
+    /// dropped; both, one renamed.
+    ColumnChange = "ColumnChange" {
+        old: Option<Vec<u8>> as Option<Py<PyBytes>>,
+        new: Option<Vec<u8>> as Option<Py<PyBytes>>,
     }
 
     /// A trigger's definition as the schema model keeps it.
     TriggerDefinition = "TriggerDefinition" {
         timing: &'static str,
         event: &'static str,
-        /// TriggerWrite in body order; None: a CALL or dynamic SQL could write more.
-        writes: Option<Py<PyList>> as Option<Vec<TriggerWrite>>,
     }
 
     /// The object a statement without a table list changes: its type and name.
@@ -77,7 +86,12 @@ records! {
         targets: Vec<Vec<Vec<u8>>> as Vec<Vec<Py<PyBytes>>>,
         /// CREATE TABLE's column names (lower-cased), where the core reads them all.
         columns: Option<Vec<Vec<u8>>> as Option<Vec<Py<PyBytes>>>,
+        /// ColumnChange per ALTER TABLE column change, in order; None: not read.
+        column_changes: Option<Py<PyList>> as Option<Vec<ColumnChange>>,
         trigger_def: Option<Py<TriggerDefinition>>,
+        /// BodyWrite per write of a CREATE TRIGGER's or CREATE FUNCTION's body, in body order;
+        /// None: not followed (a CALL or dynamic SQL could write more).
+        writes: Option<Py<PyList>> as Option<Vec<BodyWrite>>,
         target: Option<Py<ObjectTarget>>,
         /// The text sqlglot lists the read tables from, where the core leaves them to it.
         read_text: Option<Py<PyBytes>>,
@@ -138,21 +152,31 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         Ok(SetColumn { qualifier, column })
     });
     let trigger_def = match f.trigger_def {
-        Some(d) => {
-            let write = |(table, event): &(QName, &'static str)| {
-                let table = qname(py, table)?;
-                Ok(TriggerWrite { table, event })
-            };
-            let writes = d.writes.map(|ws| list(py, ws.iter().map(write)));
-            let def = TriggerDefinition {
-                timing: d.timing,
-                event: d.event,
-                writes: writes.transpose()?,
-            };
-            Some(Py::new(py, def)?)
+        Some(TriggerDef { timing, event }) => {
+            Some(Py::new(py, TriggerDefinition { timing, event })?)
         }
         None => None,
     };
+    let write = |w: &Write| -> PyResult<Py<BodyWrite>> {
+        let (table, event, start, end) = match w {
+            Write::Table(table, event) => (Some(qname(py, table)?), *event, 0, 0),
+            Write::Piece(start, end) => (None, "", *start, *end),
+        };
+        Py::new(
+            py,
+            BodyWrite {
+                table,
+                event,
+                start,
+                end,
+            },
+        )
+    };
+    let writes = f
+        .writes
+        .as_ref()
+        .map(|ws| list(py, ws.iter().map(write)))
+        .transpose()?;
     let target = match &f.target {
         Some((object, name)) => {
             let name = qname(py, name)?;
@@ -160,6 +184,10 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         }
         None => None,
     };
+    let column_changes = f.column_changes.map(|changes| {
+        let change = |(old, new)| Py::new(py, ColumnChange { old, new });
+        list(py, changes.into_iter().map(change))
+    });
     Ok(Some(StatementFacts {
         kind: f.kind,
         updated: qnames(py, &f.updated)?,
@@ -173,7 +201,9 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         set_columns: list(py, set_columns)?,
         targets: f.targets,
         columns: f.columns,
+        column_changes: column_changes.transpose()?,
         trigger_def,
+        writes,
         target,
         read_text: f.read_text.as_deref().map(|t| bytes(py, t)),
         refs_text: f.refs_text.as_deref().map(|t| bytes(py, t)),
