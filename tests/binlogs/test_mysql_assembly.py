@@ -69,6 +69,34 @@ def test_a_mysql_file_filtered_reads_as_a_replica_reads_it(mysql_binlog, monkeyp
             assert len(unit.events) == 3
 
 
+@pytest.mark.parametrize("empty", ["keep", "drop"])
+@pytest.mark.parametrize("rules", [[("replicate-do-db", "db1")], [("replicate-ignore-db", "db2")],
+                                   [("replicate-wild-do-table", "db%.t1")]])
+def test_mysql_ddl_is_answered_in_order_and_written_by_the_assembly(mysql_binlog, monkeypatch, rules, empty):
+    """A MySQL DDL unit (its GTID and one Query) is decided by its text in stream order and
+    written by the compiled assembly, kept whole or as its empty transaction (GTID, made-up BEGIN
+    and COMMIT, transaction_length made by the core): none goes through TransactionFilter's
+    per-unit path, and the bytes are the reference path's."""
+    from dumpfilter.rules.transaction_filter import lone_statement
+
+    lone = []
+    whole = TransactionFilter.filter
+
+    def counted(self, txn):
+        if lone_statement(txn.events) is not None:
+            lone.append(txn)
+        return whole(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    reference, ref_stats, _ = run(mysql_binlog, rules, empty=empty, fast=False)
+    ddl = len(lone)
+    lone.clear()
+    out, stats, _ = run(mysql_binlog, rules, empty=empty)
+    assert ddl > 5 and lone == [], f"{len(lone)} of {ddl} MySQL DDL units went the per-unit way"
+    assert out == reference
+    assert stats.as_dict() == ref_stats.as_dict()
+
+
 @pytest.mark.parametrize("source, rules", [
     ("osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32", ["--replicate-ignore-db", "auth"]),
     ("mariadb-operator-mariadb-poc/domain_id_0", ["--replicate-wild-do-table", "sbtest%.%"]),
