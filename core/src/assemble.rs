@@ -127,9 +127,10 @@ fn push_made(out: &mut Vec<u8>, made: &[u8], out_pos: u64, crc: bool) -> u64 {
 
 /// Assembles units[from..] until one needs Python. `answers` holds one byte per unit for the
 /// units that are not fast and that Python decided beforehand (a GTID and one statement: DDL,
-/// MariaDB's standalone groups), in the keep vocabulary (keep.rs): KEEP_KEEP writes it whole,
-/// KEEP_DROP as the emptied group (as for fast units; a MySQL unit's GTID with its
-/// transaction_length for what is left, skip_forms::mysql). The statement units (a
+/// MariaDB's standalone groups; or a statement alone, without a GTID), in the keep vocabulary
+/// (keep.rs): KEEP_KEEP writes it whole, KEEP_DROP as the emptied group (as for fast units; a
+/// MySQL unit's GTID with its transaction_length for what is left, skip_forms::mysql), or
+/// nothing for a unit without a GTID, as a replica leaves it. The statement units (a
 /// GTID, Queries with their context events, an XID or COMMIT) that `answers` leaves open are
 /// decided by their statements' keys with `stmt` (the scan's statement units and the keys'
 /// answers, given up front); any other unit stops there.
@@ -198,7 +199,7 @@ pub fn assemble(
         } else {
             match answers.get(i) {
                 Some(&KEEP_KEEP) => (true, false),
-                Some(&KEEP_DROP) if u.gtid_size > 0 => (false, true),
+                Some(&KEEP_DROP) => (false, true),
                 _ => {
                     let Some((content, kept)) = stmt.as_deref().and_then(|s| s.answer(i)) else {
                         break;
@@ -208,10 +209,9 @@ pub fn assemble(
                 }
             }
         };
-        if (all || opt.empty_keep || !none)
-            && out_pos >= opt.limit
-            && (!out.is_empty() || !opt.fresh)
-        {
+        // (a unit without a GTID leaves nothing when emptied: MySQL 5.5/5.6 without GTIDs)
+        let empty = none && opt.empty_keep && u.gtid_size > 0;
+        if (all || empty || !none) && out_pos >= opt.limit && (!out.is_empty() || !opt.fresh) {
             full = true;
             break; // something to write, and the file is full: the caller rotates
         }
@@ -249,6 +249,9 @@ pub fn assemble(
             }
             out_pos += size;
             done!(counts.kept, []);
+        }
+        if none && u.gtid_size == 0 {
+            done!(counts.skipped, []);
         }
         if !(mariadb || mysql) || !opt.renumber {
             break; // relay logs: the reference framing

@@ -141,16 +141,18 @@ class UnitRecords:
         return bool(self._words[8 * i + 2] >> 40 & F_FAST)
 
     def lone_statement(self, i: int, checksum_len: int, mysql: bool = False) -> tuple[int, int] | None:
-        """(offset of its second event, end) when unit i is a complete MariaDB GTID group of two
+        """(offset of its statement, end) when unit i is a complete MariaDB GTID group of two
         events whose GTID is whole (seq_no, domain, flags2 and its CRC), or with `mysql` a MySQL
         GTID or Anonymous_GTID and its event (not a tagged GTID: the assembly leaves those to
-        Python): a GTID and one statement, the shape of DDL and standalone groups; else None. The
-        caller reads the statement there (`codec.event.query_text`, None for anything but a plain
-        Query)."""
+        Python) or a statement unit of one event without a GTID (MySQL before 5.6's GTIDs): a
+        statement alone, the shape of DDL and standalone groups; else None. The caller reads the
+        statement there (`codec.event.query_text`, None for anything but a plain Query)."""
         w = self._words
         k = 8 * i
         w2 = w[k + 2]
         flags = w2 >> 40
+        if mysql and w2 & 0xFFFFFFFF == 1 and not flags & (_ANY_GTID | F_ANONYMOUS_GTID) and (w2 >> 32) & 0xFF != _CONTROL_KIND:
+            return w[k], w[k + 1]
         if w2 & 0xFFFFFFFF != 2 or not flags & F_COMPLETE or w[k + 3] < HEADER_LEN + 13 + checksum_len \
                 or not flags & (_LONE_GTIDS if mysql else F_MARIADB_GTID) or flags & F_TAGGED_GTID:
             return None

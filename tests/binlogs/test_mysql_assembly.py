@@ -143,3 +143,36 @@ def test_each_file_opens_with_the_gtids_written_before_it(mysql_binlog, tmp_path
                     written.add(e.gtid_info.source, e.gtid_info.gno)
             checked += 1
     assert checked > len(outputs) * 2  # every output rotated
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("source, db", [("osheroff-mysql-binlog-connector-java/mysql-bin.sakila.gz", "sakila"),
+                                        ("blackbeam-rust_mysql_common/ver_trunk_row_v2.001", "test")])
+@pytest.mark.parametrize("option", ["replicate-do-db", "replicate-ignore-db"])
+@pytest.mark.parametrize("empty", ["keep", "drop"])
+def test_statements_without_a_gtid_are_written_by_the_assembly(shared_fixtures, monkeypatch, source, db, option,
+                                                              empty):
+    """A statement alone without a GTID (MySQL 5.5, and 5.6 with its GTIDs off: DDL, and every
+    statement under autocommit) is decided by its text in stream order and written by the
+    compiled assembly: kept whole, or left out (a replica leaves nothing of it, there being no
+    GTID to commit empty), under either --empty-transactions; the bytes are the reference path's."""
+    from tests.support.filtering import load
+
+    data = load(shared_fixtures / source)
+    alone = []
+    whole = TransactionFilter.filter
+
+    def counted(self, txn):
+        if txn.kind != "control" and txn.gtid_event is None and len(txn.events) == 1:
+            alone.append(txn)
+        return whole(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    reference, ref_stats, _ = run(data, [(option, db)], empty=empty, fast=False)
+    statements = len(alone)
+    alone.clear()
+    out, stats, _ = run(data, [(option, db)], empty=empty)
+    assert statements > 2 and alone == [], f"{len(alone)} of {statements} statements went the per-unit way"
+    assert out == reference
+    assert stats.as_dict() == ref_stats.as_dict()
+    assert stats.skipped if option == "replicate-ignore-db" else stats.kept
