@@ -14,6 +14,7 @@ use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
 use crate::split::gtid_marks;
 use crate::stmt_units::ByKeys;
+use crate::trx_length::Gtid;
 use crate::types::*;
 use crate::unit_cut::{answer, cut};
 
@@ -119,6 +120,20 @@ pub fn last_timestamp(out: &[u8]) -> u32 {
     stamps.filter(|ts| *ts != 0).last().unwrap_or(0)
 }
 
+/// The renamed unit `made` (its GTID first) with, for a MySQL unit, its GTID's
+/// transaction_length counting the renamed events (as `fix_transaction_length` makes it).
+fn with_length(made: Vec<u8>, mysql: bool, crc: bool) -> Option<Vec<u8>> {
+    if !mysql {
+        return Some(made);
+    }
+    let g = u32_at(&made, 9)? as usize;
+    let gtid = Gtid::read(made.get(..g)?, crc)?;
+    let mut out = Vec::with_capacity(made.len() + 8);
+    gtid.put((made.len() - g) as u64, &mut out);
+    out.extend_from_slice(&made[g..]);
+    Some(out)
+}
+
 /// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.
 fn push_made(out: &mut Vec<u8>, made: &[u8], out_pos: u64, crc: bool) -> u64 {
     push_renumbered(out, made, 0, made.len(), out_pos, crc);
@@ -180,8 +195,8 @@ pub fn assemble(
                 !r.edits.is_empty()
             }
         };
-        if renamed && !mariadb {
-            break; // a MySQL GTID's transaction_length would change with the name
+        if renamed && !(mariadb || mysql || u.gtid_size == 0) {
+            break; // a tagged GTID's transaction_length would change with the name
         }
         let fast = u.flags & F_FAST != 0;
         let ids = match fast {
@@ -239,6 +254,10 @@ pub fn assemble(
                     break; // (a relay log's units keep the master's coordinates: the slave's run)
                 }
                 let made = r.made(buf, (u.start, u.end));
+                // (a MySQL GTID's transaction_length counts the renamed events)
+                let Some(made) = with_length(made, mysql, opt.crc) else {
+                    break;
+                };
                 out_pos += push_made(&mut out, &made, out_pos, opt.crc);
                 done!(counts.kept, []);
             }
@@ -259,6 +278,9 @@ pub fn assemble(
         if none {
             if !opt.empty_keep {
                 done!(counts.skipped, []);
+            }
+            if renamed && mysql && u.events != 2 {
+                break; // its BEGIN, which may name a database: Python's renames
             }
             // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
             let (at, raw) = (out.len(), &buf[u.start..u.end]);
