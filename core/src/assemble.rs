@@ -14,6 +14,7 @@ use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
 use crate::split::gtid_marks;
 use crate::stmt_units::ByKeys;
+use crate::trx_length::Gtid;
 use crate::types::*;
 use crate::unit_cut::{answer, cut};
 
@@ -119,6 +120,20 @@ pub fn last_timestamp(out: &[u8]) -> u32 {
     stamps.filter(|ts| *ts != 0).last().unwrap_or(0)
 }
 
+/// The renamed unit `made` (its GTID first) with, for a MySQL unit, its GTID's
+/// transaction_length counting the renamed events (as `fix_transaction_length` makes it).
+fn with_length(made: Vec<u8>, mysql: bool, crc: bool) -> Option<Vec<u8>> {
+    if !mysql {
+        return Some(made);
+    }
+    let g = u32_at(&made, 9)? as usize;
+    let gtid = Gtid::read(made.get(..g)?, crc)?;
+    let mut out = Vec::with_capacity(made.len() + 8);
+    gtid.put((made.len() - g) as u64, &mut out);
+    out.extend_from_slice(&made[g..]);
+    Some(out)
+}
+
 /// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.
 fn push_made(out: &mut Vec<u8>, made: &[u8], out_pos: u64, crc: bool) -> u64 {
     push_renumbered(out, made, 0, made.len(), out_pos, crc);
@@ -127,9 +142,10 @@ fn push_made(out: &mut Vec<u8>, made: &[u8], out_pos: u64, crc: bool) -> u64 {
 
 /// Assembles units[from..] until one needs Python. `answers` holds one byte per unit for the
 /// units that are not fast and that Python decided beforehand (a GTID and one statement: DDL,
-/// MariaDB's standalone groups), in the keep vocabulary (keep.rs): KEEP_KEEP writes it whole,
-/// KEEP_DROP as the emptied group (as for fast units; a MySQL unit's GTID with its
-/// transaction_length for what is left, skip_forms::mysql). The statement units (a
+/// MariaDB's standalone groups; or a statement alone, without a GTID), in the keep vocabulary
+/// (keep.rs): KEEP_KEEP writes it whole, KEEP_DROP as the emptied group (as for fast units; a
+/// MySQL unit's GTID with its transaction_length for what is left, skip_forms::mysql), or
+/// nothing for a unit without a GTID, as a replica leaves it. The statement units (a
 /// GTID, Queries with their context events, an XID or COMMIT) that `answers` leaves open are
 /// decided by their statements' keys with `stmt` (the scan's statement units and the keys'
 /// answers, given up front); any other unit stops there.
@@ -179,8 +195,8 @@ pub fn assemble(
                 !r.edits.is_empty()
             }
         };
-        if renamed && !mariadb {
-            break; // a MySQL GTID's transaction_length would change with the name
+        if renamed && !(mariadb || mysql || u.gtid_size == 0) {
+            break; // a tagged GTID's transaction_length would change with the name
         }
         let fast = u.flags & F_FAST != 0;
         let ids = match fast {
@@ -198,7 +214,7 @@ pub fn assemble(
         } else {
             match answers.get(i) {
                 Some(&KEEP_KEEP) => (true, false),
-                Some(&KEEP_DROP) if u.gtid_size > 0 => (false, true),
+                Some(&KEEP_DROP) => (false, true),
                 _ => {
                     let Some((content, kept)) = stmt.as_deref().and_then(|s| s.answer(i)) else {
                         break;
@@ -208,10 +224,9 @@ pub fn assemble(
                 }
             }
         };
-        if (all || opt.empty_keep || !none)
-            && out_pos >= opt.limit
-            && (!out.is_empty() || !opt.fresh)
-        {
+        // (a unit without a GTID leaves nothing when emptied: MySQL 5.5/5.6 without GTIDs)
+        let empty = none && opt.empty_keep && u.gtid_size > 0;
+        if (all || empty || !none) && out_pos >= opt.limit && (!out.is_empty() || !opt.fresh) {
             full = true;
             break; // something to write, and the file is full: the caller rotates
         }
@@ -239,6 +254,10 @@ pub fn assemble(
                     break; // (a relay log's units keep the master's coordinates: the slave's run)
                 }
                 let made = r.made(buf, (u.start, u.end));
+                // (a MySQL GTID's transaction_length counts the renamed events)
+                let Some(made) = with_length(made, mysql, opt.crc) else {
+                    break;
+                };
                 out_pos += push_made(&mut out, &made, out_pos, opt.crc);
                 done!(counts.kept, []);
             }
@@ -250,12 +269,18 @@ pub fn assemble(
             out_pos += size;
             done!(counts.kept, []);
         }
+        if none && u.gtid_size == 0 {
+            done!(counts.skipped, []);
+        }
         if !(mariadb || mysql) || !opt.renumber {
             break; // relay logs: the reference framing
         }
         if none {
             if !opt.empty_keep {
                 done!(counts.skipped, []);
+            }
+            if renamed && mysql && u.events != 2 {
+                break; // its BEGIN, which may name a database: Python's renames
             }
             // (a MariaDB group as its GTID and a COMMIT, a MySQL one with a BEGIN too)
             let (at, raw) = (out.len(), &buf[u.start..u.end]);

@@ -386,9 +386,10 @@ impl UnitList {
 
     /// Where unit k's default database and SQL text lie in `buf` (its part's buffer) when the
     /// unit is a complete GTID and one plain QUERY event (DDL, MariaDB's standalone groups: what
-    /// the master's statement flag words answer), read as `codec.event.query_text` reads them
-    /// (`query_post` the format's QUERY post-header length, `crc_len` its checksum length);
-    /// None for any other unit, or lengths that do not add up.
+    /// the master's statement flag words answer), or one plain QUERY event without a GTID (MySQL
+    /// before 5.6's GTIDs), read as `codec.event.query_text` reads them (`query_post` the
+    /// format's QUERY post-header length, `crc_len` its checksum length); None for any other
+    /// unit, or lengths that do not add up.
     pub fn lone_query(
         &self,
         k: usize,
@@ -397,15 +398,15 @@ impl UnitList {
         crc_len: usize,
     ) -> Option<(Range<usize>, Range<usize>)> {
         let u = self.units.get(k)?;
-        if u.flags & F_FAST != 0 || u.flags & F_COMPLETE == 0 || u.kind == CONTROL || u.events != 2
-        {
+        if u.flags & F_FAST != 0 || u.flags & F_COMPLETE == 0 || u.kind == CONTROL {
             return None;
         }
         let raw = buf.get(u.start()..u.end())?;
-        if !is_gtid(*raw.get(4)?) {
-            return None;
-        }
-        let q = u32_at(raw, 9)? as usize; // the GTID event's size: where the QUERY starts
+        let q = match (u.events, is_gtid(*raw.get(4)?)) {
+            (2, true) => u32_at(raw, 9)? as usize, // the GTID event's size: where the QUERY starts
+            (1, false) => 0,
+            _ => return None,
+        };
         let (db, sql) = query_ranges(raw, q, query_post, crc_len)?;
         let at = u.start();
         Some((at + db.start..at + db.end, at + sql.start..at + sql.end))

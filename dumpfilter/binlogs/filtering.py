@@ -268,7 +268,8 @@ class BinlogFilter:
     def _lone_answers(self, units: UnitRecords, slow: memoryview, buf: bytes, fmt: FormatDescription,
                       start: int) -> tuple[bytes, int]:
         """The answers of the units that are not fast from unit `start` on, up to the first one
-        that is not a MariaDB GTID and one Query (DDL, standalone groups): each decided by the
+        that is not a statement alone (a GTID and one Query: DDL, standalone groups; or one Query
+        without a GTID): each decided by the
         TransactionFilter in stream order (so the schema model replays as before), kept whole
         (KEEP_KEEP) or emptied (KEEP_DROP), the others KEEP_ASK, for the assembly to write in bulk. Returns
         (one byte per unit of the scan, the index the answers stop at)."""
@@ -277,7 +278,7 @@ class BinlogFilter:
         crc_len = fmt.checksum_len
         stop = len(units)
         for i in slow[bisect.bisect_left(slow, start):]:
-            lone = units.lone_statement(i, crc_len)
+            lone = units.lone_statement(i, crc_len, mysql=True)
             if lone is None:
                 stop = i
                 break

@@ -113,9 +113,3 @@ KNOWN_TYPES = frozenset(int(t) for t in EventType)
 
 # MariaDB GTID event flags2.
 MARIADB_FL_STANDALONE = 0x01
-MARIADB_FL_GROUP_COMMIT_ID = 0x02
-
-# Query status variable codes read by name (research/binlog-format.md §5.3; event.py decodes the rest by number).
-Q_TABLE_MAP_FOR_UPDATE = 9
-Q_UPDATED_DB_NAMES = 12
-OVER_MAX_DBS_IN_EVENT_MTS = 254

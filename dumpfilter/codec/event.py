@@ -16,13 +16,9 @@ from dumpfilter.codec.checksum import with_crc
 from dumpfilter.errors import BinlogError, MalformedEventError
 from dumpfilter.codec.constants import (
     HEADER_LEN,
-    MARIADB_FL_GROUP_COMMIT_ID,
     MARIADB_FL_STANDALONE,
     MYSQL_GTID_EVENT_TYPES,
     QUERY_EVENT_TYPES,
-    Q_TABLE_MAP_FOR_UPDATE,
-    Q_UPDATED_DB_NAMES,
-    OVER_MAX_DBS_IN_EVENT_MTS,
     ROWS_EVENT_TYPES,
     EventType,
     type_name,
@@ -43,12 +39,6 @@ _QUERY_POST = struct.Struct("<IIBHH")  # thread_id, exec_time, db_len, error_cod
 _RAND_SEEDS = struct.Struct("<QQ")  # RAND_EVENT: seed1, seed2
 # A common header, unpacked: (timestamp, type, server_id, event_size, log_pos, flags).
 Header = tuple[int, int, int, int, int, int]
-
-# Query status variables with a fixed payload size; others are decoded explicitly below.
-# An unknown code ends parsing: codes carry no length, so guessing would misread the rest.
-_STATUS_FIXED = {0: 4, 1: 8, 3: 4, 4: 6, 7: 2, 8: 2, 9: 8, 10: 4, 13: 3, 14: 8, 15: 8, 16: 1,
-                 17: 8, 18: 2, 19: 1, 20: 1, 128: 3, 129: 8}
-
 
 _T = TypeVar("_T")
 
@@ -252,60 +242,6 @@ class Event:
             return decode_text(self.body[1:])  # a 1-byte length the server ignores, then the text
         return None
 
-    @cached_property
-    @_decoder
-    def status_vars(self) -> dict[int, object]:
-        """Decoded Query status variables, as far as they can be decoded."""
-        buf = self.query.status_vars
-        out: dict[int, object] = {}
-        i = 0
-        while i < len(buf):
-            code = buf[i]
-            i += 1
-            if code == Q_UPDATED_DB_NAMES:
-                count = buf[i]
-                i += 1
-                if count == OVER_MAX_DBS_IN_EVENT_MTS:  # more than 16 dbs: no names follow
-                    out[code] = None
-                    continue
-                names = []
-                for _ in range(count):
-                    end = buf.index(0, i)
-                    names.append(decode_text(buf[i:end]))
-                    i = end + 1
-                out[code] = names
-            elif code in (2, 5, 6):  # Q_CATALOG (len + str + NUL), Q_TIME_ZONE, Q_CATALOG_NZ
-                n = buf[i]
-                out[code] = decode_text(buf[i + 1 : i + 1 + n])
-                i += 1 + n + (1 if code == 2 else 0)
-            elif code == 11:  # Q_INVOKER: user, host
-                n = buf[i]
-                user = buf[i + 1 : i + 1 + n]
-                i += 1 + n
-                m = buf[i]
-                host = buf[i + 1 : i + 1 + m]
-                i += 1 + m
-                out[code] = (decode_text(user), decode_text(host))
-            elif code in _STATUS_FIXED:
-                n = _STATUS_FIXED[code]
-                out[code] = int.from_bytes(buf[i : i + n], "little")
-                i += n
-            else:
-                break
-        return out
-
-    @property
-    def updated_db_names(self) -> list[str] | None:
-        """Q_UPDATED_DB_NAMES: MySQL-only, a hint written for MTS, absent on ROW BEGIN and never
-        written by MariaDB. None when absent or when over 16 dbs were touched."""
-        value = self.status_vars.get(Q_UPDATED_DB_NAMES)
-        return value if isinstance(value, list) else None
-
-    @property
-    def table_map_for_update(self) -> int | None:
-        value = self.status_vars.get(Q_TABLE_MAP_FOR_UPDATE)
-        return value if isinstance(value, int) else None
-
     # -- Table_map and rows -----------------------------------------------------------------
     @property
     @_decoder
@@ -400,14 +336,6 @@ class Event:
         """A MariaDB GTID with FL_STANDALONE opens a group with no terminating COMMIT/XID (DDL)."""
         return self.type_code == EventType.MARIADB_GTID and bool(self.mariadb_gtid_flags & MARIADB_FL_STANDALONE)
 
-    @property
-    @_decoder
-    def mariadb_commit_id(self) -> int | None:
-        if self.mariadb_gtid_flags & MARIADB_FL_GROUP_COMMIT_ID:
-            commit_id: int = _U64.unpack_from(self.raw, HEADER_LEN + 13)[0]
-            return commit_id
-        return None
-
     @cached_property
     @_decoder
     def gtid_set(self) -> gtids.MysqlGtidSet | gtids.MariadbGtidList | None:
@@ -442,13 +370,6 @@ class Event:
         body = self.body
         n = body[2]
         return _U16.unpack_from(body, 0)[0], decode_text(body[3 : 3 + n])
-
-    @property
-    @_decoder
-    def checkpoint_file(self) -> str:
-        body = self.body
-        n = _U32.unpack_from(body, 0)[0]
-        return decode_text(body[4 : 4 + n])
 
     @property
     def heartbeat_file(self) -> str:

@@ -140,15 +140,21 @@ class UnitRecords:
         """Whether unit i is a fast unit (decided from its tables' answers, written by the core)."""
         return bool(self._words[8 * i + 2] >> 40 & F_FAST)
 
-    def lone_statement(self, i: int, checksum_len: int) -> tuple[int, int] | None:
-        """(offset of its second event, end) when unit i is a complete MariaDB GTID group of two
-        events whose GTID is whole (seq_no, domain, flags2 and its CRC): a GTID and one statement,
-        the shape of DDL and standalone groups; else None. The caller reads the statement there
-        (`codec.event.query_text`, None for anything but a plain Query)."""
+    def lone_statement(self, i: int, checksum_len: int, mysql: bool = False) -> tuple[int, int] | None:
+        """(offset of its statement, end) when unit i is a complete MariaDB GTID group of two
+        events whose GTID is whole (seq_no, domain, flags2 and its CRC), or with `mysql` a MySQL
+        GTID or Anonymous_GTID and its event (not a tagged GTID: the assembly leaves those to
+        Python) or a statement unit of one event without a GTID (MySQL before 5.6's GTIDs): a
+        statement alone, the shape of DDL and standalone groups; else None. The caller reads the
+        statement there (`codec.event.query_text`, None for anything but a plain Query)."""
         w = self._words
         k = 8 * i
         w2 = w[k + 2]
-        if w2 & 0xFFFFFFFF != 2 or w2 >> 40 & _LONE_FLAGS != _LONE_FLAGS or w[k + 3] < HEADER_LEN + 13 + checksum_len:
+        flags = w2 >> 40
+        if mysql and w2 & 0xFFFFFFFF == 1 and not flags & (_ANY_GTID | F_ANONYMOUS_GTID) and (w2 >> 32) & 0xFF != _CONTROL_KIND:
+            return w[k], w[k + 1]
+        if w2 & 0xFFFFFFFF != 2 or not flags & F_COMPLETE or w[k + 3] < HEADER_LEN + 13 + checksum_len \
+                or not flags & (_LONE_GTIDS if mysql else F_MARIADB_GTID) or flags & F_TAGGED_GTID:
             return None
         return w[k] + w[k + 3], w[k + 1]
 
@@ -168,7 +174,7 @@ class UnitRecords:
         return self._words[k] if self._words[k + 2] & 0xFF_FFFF_FFFF == 1 else None
 
 
-_LONE_FLAGS = F_MARIADB_GTID | F_COMPLETE
+_LONE_GTIDS = F_MARIADB_GTID | F_MYSQL_GTID | F_ANONYMOUS_GTID
 _ANY_GTID = F_MARIADB_GTID | F_MYSQL_GTID | F_TAGGED_GTID
 _CONTROL_KIND = KINDS.index("control")
 

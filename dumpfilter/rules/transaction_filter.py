@@ -77,16 +77,6 @@ class FilterResult:
     def bytes_out(self) -> int:
         return sum(e.size for e in self.events)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FilterResult):
-            return NotImplemented
-        return (self.outcome, self.events, self.bytes_in, self.events_in) == (
-            other.outcome, other.events, other.bytes_in, other.events_in)
-
-    def __repr__(self) -> str:
-        return (f"FilterResult(outcome={self.outcome!r}, events={self.events!r}, bytes_in={self.bytes_in}, "
-                f"events_in={self.events_in})")
-
 
 def framing_statement(sql: str) -> bool:
     """BEGIN, COMMIT, ROLLBACK, SAVEPOINT, XA, RELEASE: never filtered. (Their first letters are
@@ -117,7 +107,6 @@ class TransactionFilter:
         self.decider = decider
         self.empty_transactions = empty_transactions
         self.table_ids: dict[int, bool] = {}
-        self.unparsed_statements = 0
 
     def reset(self) -> None:
         """At a Format_description event: table ids restart with the server, and the engine's

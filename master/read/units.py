@@ -16,7 +16,6 @@ from dumpfilter._core import StatementEnd
 from dumpfilter.codec.scanner import unit_events
 from dumpfilter.codec.scanner import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
-from dumpfilter.rules.transaction_filter import lone_statement
 
 if TYPE_CHECKING:
     from dumpfilter.master.read.columns import LazyUnits, UnitIndex
@@ -118,20 +117,16 @@ class Unit:
 
     def lone_text(self) -> tuple[str, str] | None:
         """(default database, SQL) of a complete unit made of a GTID and one QUERY event (DDL,
-        MariaDB's standalone groups), read from its bytes without making Events; else None."""
-        raw = self.raw
-        if raw is None:
-            txn = self.txn
-            query = lone_statement(txn.events) if txn.kind != CONTROL and txn.complete else None
-            if query is None:
-                return None
-            fields = query.query
-            return fields.db, fields.sql
-        fmt = self.fmt
-        if (self.events != 2 or not self._complete or self._kind == CONTROL or raw[4] not in GTID_EVENT_TYPES
-                or fmt is None):
+        MariaDB's standalone groups), or of one QUERY event without a GTID (MySQL before 5.6's
+        GTIDs: DDL, and every statement under autocommit), read from its bytes without making
+        Events; else None (and for a unit made from its Events: one with a Format_description)."""
+        raw, fmt = self.raw, self.fmt
+        if raw is None or not self._complete or self._kind == CONTROL or fmt is None:
             return None
-        start: int = _U32.unpack_from(raw, 9)[0]
+        gtid = raw[4] in GTID_EVENT_TYPES
+        if self.events != (2 if gtid else 1):
+            return None
+        start: int = _U32.unpack_from(raw, 9)[0] if gtid else 0
         return query_text(raw, start, len(raw), fmt)
 
     @property

@@ -69,6 +69,34 @@ def test_a_mysql_file_filtered_reads_as_a_replica_reads_it(mysql_binlog, monkeyp
             assert len(unit.events) == 3
 
 
+@pytest.mark.parametrize("empty", ["keep", "drop"])
+@pytest.mark.parametrize("rules", [[("replicate-do-db", "db1")], [("replicate-ignore-db", "db2")],
+                                   [("replicate-wild-do-table", "db%.t1")]])
+def test_mysql_ddl_is_answered_in_order_and_written_by_the_assembly(mysql_binlog, monkeypatch, rules, empty):
+    """A MySQL DDL unit (its GTID and one Query) is decided by its text in stream order and
+    written by the compiled assembly, kept whole or as its empty transaction (GTID, made-up BEGIN
+    and COMMIT, transaction_length made by the core): none goes through TransactionFilter's
+    per-unit path, and the bytes are the reference path's."""
+    from dumpfilter.rules.transaction_filter import lone_statement
+
+    lone = []
+    whole = TransactionFilter.filter
+
+    def counted(self, txn):
+        if lone_statement(txn.events) is not None:
+            lone.append(txn)
+        return whole(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    reference, ref_stats, _ = run(mysql_binlog, rules, empty=empty, fast=False)
+    ddl = len(lone)
+    lone.clear()
+    out, stats, _ = run(mysql_binlog, rules, empty=empty)
+    assert ddl > 5 and lone == [], f"{len(lone)} of {ddl} MySQL DDL units went the per-unit way"
+    assert out == reference
+    assert stats.as_dict() == ref_stats.as_dict()
+
+
 @pytest.mark.parametrize("source, rules", [
     ("osheroff-mysql-binlog-connector-java/mysql-bin.checksum-crc32", ["--replicate-ignore-db", "auth"]),
     ("mariadb-operator-mariadb-poc/domain_id_0", ["--replicate-wild-do-table", "sbtest%.%"]),
@@ -115,3 +143,36 @@ def test_each_file_opens_with_the_gtids_written_before_it(mysql_binlog, tmp_path
                     written.add(e.gtid_info.source, e.gtid_info.gno)
             checked += 1
     assert checked > len(outputs) * 2  # every output rotated
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("source, db", [("osheroff-mysql-binlog-connector-java/mysql-bin.sakila.gz", "sakila"),
+                                        ("blackbeam-rust_mysql_common/ver_trunk_row_v2.001", "test")])
+@pytest.mark.parametrize("option", ["replicate-do-db", "replicate-ignore-db"])
+@pytest.mark.parametrize("empty", ["keep", "drop"])
+def test_statements_without_a_gtid_are_written_by_the_assembly(shared_fixtures, monkeypatch, source, db, option,
+                                                              empty):
+    """A statement alone without a GTID (MySQL 5.5, and 5.6 with its GTIDs off: DDL, and every
+    statement under autocommit) is decided by its text in stream order and written by the
+    compiled assembly: kept whole, or left out (a replica leaves nothing of it, there being no
+    GTID to commit empty), under either --empty-transactions; the bytes are the reference path's."""
+    from tests.support.filtering import load
+
+    data = load(shared_fixtures / source)
+    alone = []
+    whole = TransactionFilter.filter
+
+    def counted(self, txn):
+        if txn.kind != "control" and txn.gtid_event is None and len(txn.events) == 1:
+            alone.append(txn)
+        return whole(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    reference, ref_stats, _ = run(data, [(option, db)], empty=empty, fast=False)
+    statements = len(alone)
+    alone.clear()
+    out, stats, _ = run(data, [(option, db)], empty=empty)
+    assert statements > 2 and alone == [], f"{len(alone)} of {statements} statements went the per-unit way"
+    assert out == reference
+    assert stats.as_dict() == ref_stats.as_dict()
+    assert stats.skipped if option == "replicate-ignore-db" else stats.kept

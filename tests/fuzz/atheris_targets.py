@@ -50,8 +50,7 @@ ENGINES = [RuleEngine(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),
 
 # -- binlog: whole files --------------------------------------------------------------------------
 def _decode(event) -> None:
-    for name in ("query", "db", "sql", "table_names", "table_id", "gtid", "gtid_set", "rotate", "xid",
-                 "checkpoint_file", "updated_db_names", "table_map_for_update"):
+    for name in ("query", "db", "sql", "table_names", "table_id", "gtid", "gtid_set", "rotate", "xid"):
         with contextlib.suppress(AttributeError):  # not this event type's field
             getattr(event, name)
 

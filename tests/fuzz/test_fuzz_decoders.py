@@ -74,7 +74,7 @@ def _mutated(event: Event, cut: int, grow: bytes, flips: list[tuple[int, int]]) 
 def _decode_all(event: Event) -> None:
     t = event.type_code
     if event.is_query:
-        event.query, event.db, event.sql, event.status_vars, event.updated_db_names, event.table_map_for_update
+        event.query, event.db, event.sql
     if t == EventType.TABLE_MAP:
         event.table_names, event.table_map, event.table_id, event.db, event.table
     if event.is_rows:
@@ -82,7 +82,7 @@ def _decode_all(event: Event) -> None:
     if event.is_gtid:
         event.gtid_info, event.gtid
         if t == EventType.MARIADB_GTID:
-            event.is_standalone, event.mariadb_commit_id
+            event.is_standalone
     if t in (EventType.PREVIOUS_GTIDS, EventType.MARIADB_GTID_LIST):
         event.gtid_set
     if t == EventType.ROTATE:
@@ -91,8 +91,6 @@ def _decode_all(event: Event) -> None:
         event.xid
     if t == EventType.INCIDENT:
         event.incident
-    if t == EventType.BINLOG_CHECKPOINT:
-        event.checkpoint_file
     if t == EventType.TRANSACTION_PAYLOAD:
         event.transaction_payload
         for inner in event.payload_events():

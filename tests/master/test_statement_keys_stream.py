@@ -144,3 +144,34 @@ def test_statement_key_path_on_real_statement_binlogs(shared_fixtures, tmp_path)
         if path.name.startswith("mariadb-repl-bin"):
             assert all(c.python_units == 0 for c in counts.values()), path.name
     assert all(by_key[f"mariadb-repl-bin.00000{n}"] > 0 for n in (5, 6, 7))
+
+
+@pytest.mark.fixtures
+@pytest.mark.parametrize("source, db", [("osheroff-mysql-binlog-connector-java/mysql-bin.sakila.gz", "sakila"),
+                                        ("blackbeam-rust_mysql_common/ver_trunk_row_v2.001", "test")])
+def test_statements_without_a_gtid_are_answered_once_for_every_slave(shared_fixtures, tmp_path, monkeypatch, source,
+                                                                      db):
+    """A statement alone without a GTID (MySQL 5.5, 5.6 with its GTIDs off) is answered by the
+    statement flag words, once for every slave, as a GTID and one statement is: none goes through
+    a slave's TransactionFilter, and the batches, stats and P_S counters are the reference path's."""
+    from dumpfilter.rules.transaction_filter import TransactionFilter
+
+    (tmp_path / "a.000001").write_bytes(gzip.open(shared_fixtures / source).read() if source.endswith(".gz")
+                                        else (shared_fixtures / source).read_bytes())
+    regs = [Registration(server_id=k + 1, filters=(ChannelSpec(None, rules),))
+            for k, rules in enumerate([RuleSet(do_db=(db,)), RuleSet(ignore_db=(db,)), RuleSet()])]
+    slow = _dump(tmp_path, regs, False)
+    alone = []
+    whole = TransactionFilter.filter
+
+    def counted(self, txn):
+        if txn.kind != "control" and txn.gtid_event is None and len(txn.events) == 1:
+            alone.append(txn)
+        return whole(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    fast = _dump(tmp_path, regs, True)
+    assert alone == [], f"{len(alone)} statements without a GTID went through a slave's TransactionFilter"
+    for sid in slow:
+        assert fast[sid][:3] == slow[sid][:3], f"server_id {sid}"
+    assert any(b[3] for b in fast[2][0]), "the ignore-db slave skipped nothing"
