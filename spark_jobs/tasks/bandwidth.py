@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import fields, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
@@ -52,7 +52,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, RunDone, RunKey, keep_of
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
@@ -204,27 +204,6 @@ class _SlaveCounter:
             return
         c.kept_events += self.policy.send_unit(txn, self.group.result(k, txn), c, self)
 
-    def run_key(self, i: int, stop: int, keep: bytes, stmt_keep: bytes | None, row: bytes) -> RunKey:
-        """All that decides `run` from unit i to `stop`: the keep bytes per name and per statement
-        key, the answers per unit (`row`: those of the units left to Python are the slave's rule
-        group's), the skip policy, and where the stream stands (a heartbeat owed, sent yet, a
-        leading skip). Slaves with the same key are counted alike by that run (`_walk` runs it once)."""
-        return (i, stop, keep, stmt_keep, row, self.policy_name, self.guards, self.pending, self.sent_any,
-                self.out.leading_skip)
-
-    def counted(self) -> list[int]:
-        c = self.out.counts
-        return [getattr(c, name) for name in _COUNTED]
-
-    def replay(self, deltas: list[int], state: tuple[bool, bool, bool]) -> None:
-        """What a run with this slave's `run_key` did to its counts (`counted` deltas) and to its
-        stream's state, done again."""
-        c = self.out.counts
-        for name, delta in zip(_COUNTED, deltas):
-            if delta:
-                setattr(c, name, getattr(c, name) + delta)
-        self.pending, self.sent_any, self.out.leading_skip = state
-
     def finish(self) -> ChunkCounts:
         if self.pending:  # flushed before the next file's FDE, or once the whole binlog is read: counted here
             self.out.counts.add_heartbeats(self.out.heartbeat_size)
@@ -233,9 +212,6 @@ class _SlaveCounter:
                 if buckets:  # sent in the last hour (minute) the chunk reached
                     buckets[max(buckets)][1] += self.out.heartbeat_size
         return self.out
-
-
-_COUNTED = tuple(f.name for f in fields(SlaveCounts) if f.type in ("int", int))
 
 
 
@@ -417,19 +393,10 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
     for counter in counters:
         counter.out.statements = counters[0].out.statements
-    # Runs of units that slaves answer alike (`_SlaveCounter.run_key`: 64 candidate rule sets that
-    # differ only in tables the run does not name) are walked once: what the first one's walk did
-    # is done again for the others.
-    runs: dict[RunKey, RunDone] = {}
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
     keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
-    # Runs are looked up and recorded only where two slaves could walk one alike (each slave's
-    # answers per statement key: its keep table's, made once for the slaves that share it).
-    signatures = [(c.keeps.tables(names), keep_of(c.keeps.rows(keys)) if c.keeps.keys_enabled and keys else None,
-                   c.policy_name, c.guards) for c in counters]
-    alike = len(set(signatures)) < len(signatures)
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     lone.buffer(units, formats, txn)
     for group in {id(c.group): c.group for c in counters}.values():
@@ -437,8 +404,8 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     walks = []
     for counter in counters:
         counter.out.tables = tables
-        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, runs if alike else None,
-                                rows, by_keys, formats, fast_only=not other))
+        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, rows, by_keys, formats,
+                               fast_only=not other))
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)
     return current

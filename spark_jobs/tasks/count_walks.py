@@ -18,11 +18,6 @@ from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 if TYPE_CHECKING:
     from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
 
-# All that decides a compiled run of one slave (`_SlaveCounter.run_key`), and what the run did:
-# (the next unit, the deltas of its counts, its stream's state after it).
-RunKey = tuple[int, int, bytes, "bytes | None", bytes, str, bool, bool, bool, bool]
-RunDone = tuple[int, list[int], tuple[bool, bool, bool]]
-
 
 def keep_of(stmt: KeyRows | None) -> bytes | None:
     return None if stmt is None else stmt.keep
@@ -37,19 +32,17 @@ class _Counted(NamedTuple):
 
 class CountWalk:
     """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
-    them: compiled runs (each looked up in `runs` first, and recorded there, unless it is None),
-    the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
+    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
     bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
     buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys;
     `fast_only`: every unit of the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
                  keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
-                 runs: dict[RunKey, RunDone] | None, rows: dict[bytes, bytes],
-                 by_keys: dict[tuple[bytes, bytes | None, bool], bytes], formats: list[tuple[int, int, int]],
-                 fast_only: bool = False) -> None:
+                 rows: dict[bytes, bytes], by_keys: dict[tuple[bytes, bytes | None, bool], bytes],
+                 formats: list[tuple[int, int, int]], fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
-        self.txn, self.after_index, self.runs, self.rows = txn, after_index, runs, rows
+        self.txn, self.after_index, self.rows = txn, after_index, rows
         self.by_keys, self.formats = by_keys, formats
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
@@ -82,28 +75,14 @@ class CountWalk:
         return self.keep, keep_of(stmt), self.row
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
-        counter, runs = self.counter, self.runs
         if at == self.declined:
             return None
         keep, stmt_keep, row = self._answer(at, stmt)
-        key = None if runs is None else counter.run_key(at, self.stop, keep, stmt_keep, row)
-        done = None if runs is None or key is None else runs.get(key)
-        if done is not None:
-            counter.replay(*done[1:])
-            self.declined = done[0]
-            return _Counted(done[0])
         cut = self.cut
         if cut is None:  # the walk ends with the hour: its answers end there
             cut = self.cut = row if self.stop == self.n else row[:self.stop]
-        if runs is None or key is None:
-            i = counter.run(self.units, cut, keep, at, self.crc, stmt_keep)
-        else:
-            before = counter.counted()
-            i = counter.run(self.units, cut, keep, at, self.crc, stmt_keep)
-            runs[key] = (i, [b - a for a, b in zip(before, counter.counted())],
-                         (counter.pending, counter.sent_any, counter.out.leading_skip))
-        self.declined = i
-        return _Counted(i)
+        self.declined = self.counter.run(self.units, cut, keep, at, self.crc, stmt_keep)
+        return _Counted(self.declined)
 
     def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
         counter, units = self.counter, self.units
