@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from dumpfilter.codec import EventType, group_transactions
 from dumpfilter.rules.transaction_filter import TransactionFilter
 from dumpfilter.workload import WorkloadSpec, generate
-from tests.support.filtering import assert_positions, assert_transaction_lengths, events_of, run
+from tests.support.filtering import (assert_positions, assert_transaction_lengths, events_of, per_unit_units, run,
+                                     statement_without_gtid)
 
 
 @pytest.fixture(scope="module")
@@ -79,15 +80,7 @@ def test_mysql_ddl_is_answered_in_order_and_written_by_the_assembly(mysql_binlog
     per-unit path, and the bytes are the reference path's."""
     from dumpfilter.rules.transaction_filter import lone_statement
 
-    lone = []
-    whole = TransactionFilter.filter
-
-    def counted(self, txn):
-        if lone_statement(txn.events) is not None:
-            lone.append(txn)
-        return whole(self, txn)
-
-    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    lone = per_unit_units(monkeypatch, lambda txn: lone_statement(txn.events) is not None)
     reference, ref_stats, _ = run(mysql_binlog, rules, empty=empty, fast=False)
     ddl = len(lone)
     lone.clear()
@@ -159,15 +152,7 @@ def test_statements_without_a_gtid_are_written_by_the_assembly(shared_fixtures, 
     from tests.support.filtering import load
 
     data = load(shared_fixtures / source)
-    alone = []
-    whole = TransactionFilter.filter
-
-    def counted(self, txn):
-        if txn.kind != "control" and txn.gtid_event is None and len(txn.events) == 1:
-            alone.append(txn)
-        return whole(self, txn)
-
-    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    alone = per_unit_units(monkeypatch, statement_without_gtid)
     reference, ref_stats, _ = run(data, [(option, db)], empty=empty, fast=False)
     statements = len(alone)
     alone.clear()

@@ -154,22 +154,14 @@ def test_statements_without_a_gtid_are_answered_once_for_every_slave(shared_fixt
     """A statement alone without a GTID (MySQL 5.5, 5.6 with its GTIDs off) is answered by the
     statement flag words, once for every slave, as a GTID and one statement is: none goes through
     a slave's TransactionFilter, and the batches, stats and P_S counters are the reference path's."""
-    from dumpfilter.rules.transaction_filter import TransactionFilter
+    from tests.support.filtering import per_unit_units, statement_without_gtid
 
     (tmp_path / "a.000001").write_bytes(gzip.open(shared_fixtures / source).read() if source.endswith(".gz")
                                         else (shared_fixtures / source).read_bytes())
     regs = [Registration(server_id=k + 1, filters=(ChannelSpec(None, rules),))
             for k, rules in enumerate([RuleSet(do_db=(db,)), RuleSet(ignore_db=(db,)), RuleSet()])]
     slow = _dump(tmp_path, regs, False)
-    alone = []
-    whole = TransactionFilter.filter
-
-    def counted(self, txn):
-        if txn.kind != "control" and txn.gtid_event is None and len(txn.events) == 1:
-            alone.append(txn)
-        return whole(self, txn)
-
-    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    alone = per_unit_units(monkeypatch, statement_without_gtid)
     fast = _dump(tmp_path, regs, True)
     assert alone == [], f"{len(alone)} statements without a GTID went through a slave's TransactionFilter"
     for sid in slow:

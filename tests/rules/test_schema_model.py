@@ -446,13 +446,23 @@ def test_functions_and_view_bases_are_modelled_from_their_ddl():
     assert model.base_tables(("e", "w2")) == (("e", "w2"),) and copy.base_tables(("e", "w2")) == (("d", "t"),)
 
 
+def _model_from_binlogs(server) -> SchemaModel:
+    """The schema model a real server's binlogs build, statement by statement."""
+    from tests.core.test_statement_keys import _queries
+
+    model = SchemaModel()
+    for path in server.binlog_files():
+        for db, sql in _queries(path):
+            model.observe(sql, db)
+    return model
+
+
 @pytest.mark.mariadb
 def test_a_trigger_and_a_function_are_read_past_their_comments_as_the_server_keeps_them(mariadb_factory):
     """The binlog's CREATE TRIGGER and CREATE FUNCTION (comments kept as written) give the model the
     trigger information_schema lists: its timing and event are its tokens', not a comment's; a body
     statement the statement key does not read (a multi-table UPDATE) is read as a statement of its own."""
     from dumpfilter.rules.schema import Trigger
-    from tests.core.test_statement_keys import _queries
 
     server = mariadb_factory("trigger-comments", binlog_format="STATEMENT")
     server.execute(["CREATE DATABASE d", "SET GLOBAL log_bin_trust_function_creators = 1"])
@@ -463,10 +473,7 @@ def test_a_trigger_and_a_function_are_read_past_their_comments_as_the_server_kee
                     "CREATE FUNCTION fx() /* RETURNS x CALL p() */ RETURNS DECIMAL(10, 2) MODIFIES SQL DATA BEGIN "
                     "DELETE FROM log WHERE n = 1; RETURN 1; END"], db="d")
     server.flush_logs()
-    model = SchemaModel()
-    for path in server.binlog_files():
-        for db, sql in _queries(path):
-            model.observe(sql, db)
+    model = _model_from_binlogs(server)
     from_server = SchemaModel.from_server(f"mysql://root@127.0.0.1:{server.port}")
     assert model.triggers == from_server.triggers == {
         ("d", "tr"): Trigger("d", "tr", ("d", "t"), "AFTER", "DELETE", ((("d", "a"), "UPDATE"), (("d", "log"), "INSERT")))}
@@ -478,8 +485,6 @@ def test_alter_table_changes_the_columns_as_the_server_does(mariadb_factory):
     """ALTER TABLE's column changes, read by the core's facts from the binlog's texts, give the
     columns information_schema lists: a parenthesised ADD, ALTER ONLINE, a partition added, keys
     dropped and disabled, a COMMENT that says RENAME TO (no rename), RENAME TO with ADD COLUMN."""
-    from tests.core.test_statement_keys import _queries
-
     server = mariadb_factory("alter-columns", binlog_format="STATEMENT")
     server.execute("CREATE DATABASE d")
     server.execute(["CREATE TABLE t (a INT, b INT, c INT, KEY i (a))", "ALTER TABLE t ADD (x INT, y INT)",
@@ -490,10 +495,7 @@ def test_alter_table_changes_the_columns_as_the_server_does(mariadb_factory):
                     "ALTER TABLE p CONVERT TO CHARACTER SET utf8mb4",
                     "CREATE TABLE s (a INT)", "ALTER TABLE s RENAME TO s2, ADD COLUMN b INT"], db="d")
     server.flush_logs()
-    model = SchemaModel()
-    for path in server.binlog_files():
-        for db, sql in _queries(path):
-            model.observe(sql, db)
+    model = _model_from_binlogs(server)
     from_server = SchemaModel.from_server(f"mysql://root@127.0.0.1:{server.port}")
     assert model.tables == {key: cols for key, cols in from_server.tables.items() if key[0] == "d"}
     assert model.tables[("d", "t")] == ("a", "c2", "x2", "y", "z") and model.tables[("d", "s2")] == ("a", "b")

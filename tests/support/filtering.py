@@ -30,6 +30,26 @@ def filter_bytes(data: bytes, tfilter: TransactionFilter, *, verify_checksums: b
         return dst.read_bytes(), stats
 
 
+def per_unit_units(monkeypatch, which) -> list:
+    """The units `TransactionFilter.filter` is handed from here on for which `which(txn)` holds:
+    those that go the per-unit (Python) way rather than the compiled walk."""
+    seen: list = []
+    whole = TransactionFilter.filter
+
+    def counted(self, txn):
+        if which(txn):
+            seen.append(txn)
+        return whole(self, txn)
+
+    monkeypatch.setattr(TransactionFilter, "filter", counted)
+    return seen
+
+
+def statement_without_gtid(txn) -> bool:
+    """A statement alone with no GTID before it (MySQL 5.5, 5.6 with GTIDs off)."""
+    return txn.kind != "control" and txn.gtid_event is None and len(txn.events) == 1
+
+
 def engine(options=(), flavor: str = "mysql", lctn: int = 0) -> RuleEngine:
     return RuleEngine(StartupFilters.from_options(list(options)).for_channel(""),
                       Settings(flavor=flavor, lower_case_table_names=lctn))
