@@ -31,6 +31,10 @@ class Clock:
         return self.now
 
 
+def _no_sleep(_seconds: float) -> None:
+    """The guard's holds and turns pass at once: these tests count, they never wait."""
+
+
 def _attempts(guard: LoginGuard, address: str, name: str, n: int, known: bool = True) -> int:
     """`n` wrong-password logins; how many were checked (the rest were refused unchecked)."""
     checked = 0
@@ -46,7 +50,7 @@ def _attempts(guard: LoginGuard, address: str, name: str, n: int, known: bool = 
 
 def test_failures_earn_a_growing_delay_then_a_block_that_ends():
     clock = Clock()
-    guard = LoginGuard(clock)
+    guard = LoginGuard(clock, sleep=_no_sleep)
     assert _attempts(guard, "10.0.0.1", "app", 100) == FREE_FAILURES + 1   # the clock holds still
     assert guard.refused["pair"] + guard.refused["address"] + guard.refused["identity"] == 100 - FREE_FAILURES - 1
     clock.now += FIRST_DELAY
@@ -65,13 +69,13 @@ def test_failures_earn_a_growing_delay_then_a_block_that_ends():
 
 
 def test_a_name_the_policy_lacks_backs_off_as_a_known_one_and_counts_apart():
-    guard = LoginGuard(Clock())
+    guard = LoginGuard(Clock(), sleep=_no_sleep)
     assert _attempts(guard, "10.0.0.1", "app", 20) == _attempts(guard, "10.0.0.2", "nobody", 20, known=False)
     assert guard.failed_by_identity == {"app": FREE_FAILURES + 1, "": FREE_FAILURES + 1}
 
 
 def test_a_flood_cannot_lock_an_identity_out_of_the_address_it_proved_itself_from():
-    guard = LoginGuard(Clock())
+    guard = LoginGuard(Clock(), sleep=_no_sleep)
     guard.succeeded("10.0.0.9", "app")                       # the slave's host
     for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):     # an attacker's hosts, against the slave's name
         _attempts(guard, address, "app", 30)
@@ -87,7 +91,7 @@ def test_a_flood_cannot_lock_an_identity_out_of_the_address_it_proved_itself_fro
 def test_ipv6_addresses_count_by_their_64():
     assert address_key("2001:db8:1:2::5") == address_key("2001:db8:1:2:ffff::1") == "2001:db8:1:2::/64"
     assert address_key("::ffff:127.0.0.1") == "127.0.0.1"
-    guard = LoginGuard(Clock())
+    guard = LoginGuard(Clock(), sleep=_no_sleep)
     checked = sum(_attempts(guard, f"2001:db8:1:2::{i:x}", f"name{i}", 1) for i in range(1, 30))
     assert checked == FREE_FAILURES + 1
 
