@@ -374,10 +374,10 @@ class SegmentCache(BinlogDirectory):
         with self._lock:
             return start in self._cache or start in self._kept or start in self._inflight
 
-    def streams_before(self, pos: Pos) -> bool:
-        """Whether a stream (`at`) reads from `pos` or before it."""
+    def streams_before(self, pos: Pos, but: object = None) -> bool:
+        """Whether a stream (`at`) but `but` reads from `pos` or before it."""
         with self._lock:
-            return any(at <= pos for at in self._readers.values())
+            return any(at <= pos for reader, at in self._readers.items() if reader != id(but))
 
     def _trails(self, seg: Segment) -> bool:
         """Under the lock: whether a segment let go keeps its pages for a stream still before its
