@@ -9,7 +9,10 @@ Master CPU is its utime + stime from /proc, less what an idle master has spent o
 start), read when the 8 slaves are caught up and gone and (shadow) every candidate has counted to
 the binlog's end (ListShadows). Lint is off in both (`--lint-max-mb 0`: lint runs in a process of
 its own, not the master's). Each run is made DUMPFILTER_BENCH_REPEAT (2) times, interleaved; the
-least CPU is kept. The binlog: DUMPFILTER_SHADOW_DIR (a real binlog over db1..db8, or over the
+least CPU is kept. Each run also reports the master's minor page faults and, with candidates, the
+`shadow-pass` thread's user and system CPU and minor faults from /proc/PID/task/TID/stat (the
+thread found by name with py-spy: DUMPFILTER_PY_SPY, else on PATH, else ../main/.venv/bin/py-spy;
+without it the thread's figures are left out). The binlog: DUMPFILTER_SHADOW_DIR (a real binlog over db1..db8, or over the
 schemas DUMPFILTER_SHADOW_SCHEMA1..8, e.g. sbtest for a sysbench one, a
 bench/data/ directory of bench.matrix), else the generated ROW binlog of DUMPFILTER_SHADOW_MB (100) MB
 (bench.common.row_binlog). Figures go to bench/results/shadow.json."""
@@ -17,6 +20,7 @@ bench/data/ directory of bench.matrix), else the generated ROW binlog of DUMPFIL
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +68,27 @@ def _all_counted(address: str, names: int) -> bool:
 
 
 _END: tuple[str, int] = ("", 0)
+PY_SPY = os.environ.get("DUMPFILTER_PY_SPY") or shutil.which("py-spy") or str(ROOT.parent / "main/.venv/bin/py-spy")
+
+
+def _thread_named(pid: int, name: str) -> int | None:
+    """The native id of the master's Python thread `name` (py-spy dump names them; Python 3.11
+    does not give the OS its threads' names), or None without py-spy (a diagnostic, not a
+    dependency)."""
+    try:
+        out = subprocess.run([PY_SPY, "dump", "--pid", str(pid)], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = re.search(rf'^Thread (\d+) \([^)]*\): "{re.escape(name)}"', out, re.M)
+    return int(found.group(1)) if found else None
+
+
+def _thread_stat(pid: int, tid: int | None) -> dict[str, float]:
+    """A thread's (or, tid None, the process's) minor faults and user / system CPU seconds so far."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return {"minflt": int(fields[7]), "user_s": int(fields[11]) / tick, "sys_s": int(fields[12]) / tick}
 
 
 def _at_end(pos: tuple[str, int]) -> bool:
@@ -76,7 +101,10 @@ def run(binlog_dir: Path, shadow: Path | None) -> dict:
     master, address, _ = serve_master(binlog_dir, *options, log=workdir / "master.log")
     procs: list[subprocess.Popen] = []
     try:
+        pass_tid = _thread_named(master.pid, "shadow-pass") if shadow is not None else None
         started_cpu = process_cpu_s(master.pid)
+        before = {k: _thread_stat(master.pid, t) for k, t in (("process", None), ("pass", pass_tid))
+                  if k == "process" or t is not None}
         started = time.perf_counter()
         for n in range(1, SCHEMAS + 1):
             with open(workdir / f"slave{n}.log", "wb") as out:
@@ -93,6 +121,8 @@ def run(binlog_dir: Path, shadow: Path | None) -> dict:
                 time.sleep(0.05)
         seconds = time.perf_counter() - started
         cpu = process_cpu_s(master.pid)
+        threads = {k: {f: round(v - before[k][f], 2) for f, v in _thread_stat(master.pid, t).items()}
+                   for k, t in (("process", None), ("pass", pass_tid)) if k in before}
         with grpc.insecure_channel(address) as channel:
             stats = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(), timeout=30)
         sent = sum(s.bytes_sent for s in stats.slaves)
@@ -105,7 +135,8 @@ def run(binlog_dir: Path, shadow: Path | None) -> dict:
         stop_process(master)
         shutil.rmtree(workdir, ignore_errors=True)
     return {"master_cpu_s": round(cpu, 2), "start_cpu_s": round(started_cpu, 2), "seconds": round(seconds, 1),
-            "mb_sent": round(sent / 1e6, 1), "candidates": len(stats.shadows), "mb_counted": round(counted / 1e6, 1)}
+            "mb_sent": round(sent / 1e6, 1), "candidates": len(stats.shadows), "mb_counted": round(counted / 1e6, 1),
+            "threads": threads}
 
 
 def idle_start_cpu(binlog_dir: Path) -> float:
@@ -142,6 +173,16 @@ def main() -> dict:
     print(f"binlog {binlog_dir} ({mb:.0f} MB); master CPU less its start ({idle:.2f} s): 8 streams "
           f"{work['streams']:.2f} s, 8 streams + 64 shadow candidates {work['shadow']:.2f} s: {ratio:.2f}x "
           f"(goal <= {GOAL}x) {'MET' if ratio <= GOAL else 'NOT MET'}")
+    for kind, got in runs.items():
+        for r in got:
+            t = r["threads"]
+            line = f"  {kind}: master CPU {r['master_cpu_s']:.2f} s, minor faults {t['process']['minflt']:.0f}"
+            if "pass" in t:
+                p = t["pass"]
+                line += (f"; shadow-pass thread user {p['user_s']:.2f} s, system {p['sys_s']:.2f} s, "
+                         f"minor faults {p['minflt']:.0f}")
+            print(line)
+    print(f"  load average {os.getloadavg()[0]:.1f}")
     write_result("shadow", result)
     return result
 

@@ -136,10 +136,6 @@ def register(subparsers: Subparsers) -> None:
                             "about a third less CPU than over 4 KB pages). Off by default: on a VM that hands its "
                             "free memory back to the host (free page reporting), the first touch of each 2 MB page "
                             "read into such memory costs more than it saves")
-    serve.add_argument("--binlog-map-per-segment", action="store_true",
-                       help="map each segment of a closed binlog file on its own, as before issue #42, instead of "
-                            "one mapping per file shared by every stream (for comparisons: every stream's pass "
-                            "then sets the file's page-table entries again)")
     serve.add_argument("--grace", type=seconds_in(0, 86_400), default=5.0, help="seconds to drain streams at shutdown")
     serve.add_argument("--mysql-listen", metavar="HOST:PORT",
                        help="also serve real MySQL/MariaDB replicas (CHANGE MASTER TO) over the MySQL protocol here")
@@ -272,7 +268,6 @@ def serve_command(args: argparse.Namespace) -> int:
     # yet: this ignore goes, as warn_unused_ignores will say, once master/service.py types it)
     master.service.source = replicator  # type: ignore[assignment]
     master.service.segments.mappings.huge_pages = args.binlog_huge_pages
-    master.service.segments.mappings.shared = not args.binlog_map_per_segment
     retention = _retention(args, replicator, master.service)
     start_shadow(args, master, shadow)
     if replicator is not None:  # each transaction it writes wakes the streams at once

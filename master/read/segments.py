@@ -22,7 +22,7 @@ from dumpfilter.master.read.columns import LazyUnits, Part
 from dumpfilter.master.read.listing import SETTLED_NS, BinlogDirectory, StatKey, stat_key
 from dumpfilter.master.read.segment_reader import SegmentReader, Steps, drive
 from dumpfilter.master.read.units import Pos, Segment
-from dumpfilter.master.read.windows import MappingFiles, own_mapping, shared_view
+from dumpfilter.master.read.windows import MappingFiles, shared_view
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
 # position, the format read, the UnitList and its index, each stream's answers, tallies and hit
@@ -285,7 +285,7 @@ class SegmentCache(BinlogDirectory):
         units, index = seg.units, seg.index
         parts = index.parts if index is not None else None
         if index is None or self.index_bytes <= 0 or not parts or seg.error is not None or \
-                not isinstance(units, LazyUnits) or not all(own_mapping(part.buf) or shared_view(part.buf) for part in parts):  # mapped, not read
+                not isinstance(units, LazyUnits) or not all(shared_view(part.buf) for part in parts):  # mapped, not read
             return
         files = frozenset(part.file for part in parts)
         if self._files_may_be_gone():
@@ -350,8 +350,8 @@ class SegmentCache(BinlogDirectory):
             return True
         # (A view's pages are the file's one mapping's, shared by every stream, but they count in
         # the master's RSS as long as they stay mapped: a stream's pass over a 250 MB binlog held
-        # all of it. Handed back behind the streams like a mapping of its own, a stream that
-        # reaches them again maps them again from the page cache.)
+        # all of it. Handed back behind the streams, a stream that reaches them again maps them
+        # again from the page cache.)
         size = seg.size
         if self._resident_bytes + size > self.resident_bytes:
             return False
@@ -374,10 +374,10 @@ class SegmentCache(BinlogDirectory):
         with self._lock:
             return start in self._cache or start in self._kept or start in self._inflight
 
-    def streams_before(self, pos: Pos) -> bool:
-        """Whether a stream (`at`) reads from `pos` or before it."""
+    def streams_before(self, pos: Pos, but: object = None) -> bool:
+        """Whether a stream (`at`) but `but` reads from `pos` or before it."""
         with self._lock:
-            return any(at <= pos for at in self._readers.values())
+            return any(at <= pos for reader, at in self._readers.items() if reader != id(but))
 
     def _trails(self, seg: Segment) -> bool:
         """Under the lock: whether a segment let go keeps its pages for a stream still before its
@@ -519,9 +519,7 @@ def _hand_back(seg: Segment) -> bool:
     for part in _parts(seg):
         buf = part.buf
         try:
-            if own_mapping(buf):
-                buf.madvise(mmap.MADV_DONTNEED)
-            elif isinstance(buf, memoryview) and shared_view(buf):
+            if isinstance(buf, memoryview) and shared_view(buf):
                 # A view into the master's one mapping of the file, which starts at offset 0: the
                 # whole pages of the view's file range (a page it shares with a neighbour stays).
                 page = mmap.PAGESIZE

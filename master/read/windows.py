@@ -10,13 +10,13 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import BinaryIO, TypeGuard
+from typing import BinaryIO
 
 from dumpfilter.binlogs.files import closed_by_server
 
-# A window's bytes: read (bytes), a view into the master's one mapping of a closed file
-# (MappingFiles.view) or a mapping of its own (MappingFiles.map).
-ReadBuffer = bytes | memoryview | mmap.mmap
+# A window's bytes: read (bytes), or a view into the master's one mapping of a closed file
+# (MappingFiles.view).
+ReadBuffer = bytes | memoryview
 
 
 def _replaced(directory: str, name: str, key: tuple[int, int]) -> bool:
@@ -67,11 +67,6 @@ _MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", None)
 _MMAP = mmap.mmap  # the type (tests count the mappings made by patching mmap.mmap)
 
 
-def own_mapping(buf: ReadBuffer) -> TypeGuard[mmap.mmap]:
-    """Whether `buf` is a mapping of its own (MappingFiles.map), not bytes read or a shared view."""
-    return isinstance(buf, _MMAP)
-
-
 def shared_view(buf: ReadBuffer) -> bool:
     """Whether `buf` is a view into a mapping the master shares (MappingFiles.view): its pages are
     handed back (MADV_DONTNEED over the view's file range) only behind the streams, once its
@@ -87,30 +82,18 @@ def _advise(fd: int, advice: str) -> None:
 
 
 class MappingFiles:
-    """How the segments map closed binlog files. By default each mapping is made of the
-    descriptor its segment read opened. With huge pages (`huge_pages`, see above) the mappings
-    ask for 2 MB folios, and every mapping of a file is made of one open file description kept
-    for it (the MAX most recently mapped files): the kernel keeps a file's read-ahead state in the
-    open file description, and when each segment mapped the descriptor it had just opened, every
-    mapping started with a new state, and the read ahead its faults set off went on in folios of
-    the order of the last one read, small after the first few segments of a file, whatever
-    MADV_HUGEPAGE asked. Sharing one description, the read ahead goes on from mapping to mapping
-    in 2 MB folios (tests/master/test_mapping_files.py: none of a 75 MB binlog's 2 MB regions in
-    one folio mapping each segment's own descriptor, all but its first with one shared). (Shared
-    without the advice, the read ahead grew its folios too, and on this machine that alone cost
-    what the option costs: see above.)
-
-    By default (`shared`) there is ONE mapping of each closed file for the whole master (issue
-    #42), made of a description of its own the first time a segment reaches the file, and every
-    segment's window is a view into it (`view`): a page's page-table entry is set once, by the
-    first stream to touch it, and every later stream at any position reads through it. With a
-    mapping per segment each mapping began with no entries, and a slave's pass over a segment
-    the cache had let go took a fault per 64 KB (fault-around) to set them again, and its
-    unmapping cleared them: eight do-db slaves over a 514 MB binlog in 4 KB folios paid the
-    file's entries eight times, about 52 ms a pass. A shared mapping's pages are the page
-    cache's (RssFile, not the master's private memory), so what is mapped is bounded by files
-    and bytes (SHARED_FILES, SHARED_BYTES); what stays in the master's RSS is bounded by the
-    segment cache, which hands a segment's pages back behind the streams (see `shared_view`).
+    """ONE mapping of each closed file for the whole master (issue #42), made of a description of
+    its own the first time a segment reaches the file, and every segment's window is a view into
+    it (`view`): a page's page-table entry is set once, by the first stream to touch it, and every
+    later stream at any position reads through it. With a mapping per segment each mapping began
+    with no entries, and a slave's pass over a segment the cache had let go took a fault per 64 KB
+    (fault-around) to set them again, and its unmapping cleared them: eight do-db slaves over a
+    514 MB binlog in 4 KB folios paid the file's entries eight times, about 52 ms a pass. With
+    huge pages (see above) the mapping asks for 2 MB folios, and its one description's read ahead
+    goes on from segment to segment in 2 MB folios. A mapping's pages are the page cache's (RssFile, not the
+    master's private memory), so what is mapped is bounded by files and bytes (SHARED_FILES,
+    SHARED_BYTES); what stays in the master's RSS is bounded by the segment cache, which hands a
+    segment's pages back behind the streams (see `shared_view`).
     Lifetime: the table lets go of a file's mapping when the file is purged (`forget`), is gone
     from the directory or replaced under its name (looked at whenever another file is mapped),
     or by the bound; the views the segments hold keep the mapping alive (a view is an export of
@@ -119,14 +102,11 @@ class MappingFiles:
     with its last view. A file that grew past its mapping (not a closed file's way) is mapped
     again, whole."""
 
-    MAX = 8
     SHARED_FILES = 64
     SHARED_BYTES = 16 << 30  # address space, not memory: the pages are the page cache's
 
-    def __init__(self, huge_pages: bool = False, shared: bool = True) -> None:
+    def __init__(self, huge_pages: bool = False) -> None:
         self.huge_pages = huge_pages
-        self.shared = shared
-        self._files: OrderedDict[tuple[int, int], tuple[int, str]] = OrderedDict()  # (dev, ino) -> (fd, name)
         # (dev, ino) -> (whole-file mapping, name): see `view`
         self._whole: OrderedDict[tuple[int, int], tuple[mmap.mmap, str]] = OrderedDict()
         self._whole_bytes = 0
@@ -194,60 +174,16 @@ class MappingFiles:
         with self._lock:
             return {name: len(whole) for whole, name in self._whole.values()}
 
-    def map(self, fd: int, path: str, length: int, offset: int) -> mmap.mmap:
-        """A read-only shared mapping of `length` bytes at `offset` of the file `fd` is open on,
-        made on the file's shared description (`path` opens it the first time; a file replaced
-        under that name since is mapped through `fd` itself)."""
-        if not self.huge_pages:  # the kernel's own read ahead per segment, as before the option
-            return mmap.mmap(fd, length, mmap.MAP_SHARED, mmap.PROT_READ, offset=offset)
-        st = os.fstat(fd)
-        key = (st.st_dev, st.st_ino)
-        with self._lock:  # held over the mmap: a description let go meanwhile would be closed under it
-            kept = self._files.get(key)
-            if kept is None:
-                kept = self._open(path, key)
-            else:
-                self._files.move_to_end(key)
-            shared = kept[0] if kept is not None else fd
-            buf = mmap.mmap(shared, length, mmap.MAP_SHARED, mmap.PROT_READ, offset=offset)
-        if _MADV_HUGEPAGE is not None:
-            with contextlib.suppress(OSError):  # a kernel without transparent huge pages
-                buf.madvise(_MADV_HUGEPAGE)
-        return buf
-
-    def _open(self, path: str, key: tuple[int, int]) -> tuple[int, str] | None:
-        """Under the lock: the description of `path` kept, if `path` still names the file `key`."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
-        except OSError:
-            return None
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != key:
-            os.close(fd)
-            return None
-        for old, (old_fd, name) in list(self._files.items()):  # deleted or replaced since: let go
-            if _replaced(os.path.dirname(path), name, old):
-                os.close(old_fd)
-                del self._files[old]
-        kept = self._files[key] = (fd, os.path.basename(path))
-        while len(self._files) > self.MAX:
-            os.close(self._files.popitem(last=False)[1][0])
-        return kept
-
     def forget(self, names: Iterable[str]) -> None:
-        """Closes the descriptions of files `names` (purged: an open one would hold its space;
-        the mappings made of it hold their own until they go)."""
+        """Lets go of the mappings of files `names` (purged: a mapping would hold its space; the
+        views made of it hold it until they go)."""
         gone = set(names)
         with self._lock:
-            for key in [k for k, (_, name) in self._files.items() if name in gone]:
-                os.close(self._files.pop(key)[0])
             for key in [k for k, (_, name) in self._whole.items() if name in gone]:
                 self._let_go(key)
 
     def close(self) -> None:
         with self._lock:
-            while self._files:
-                os.close(self._files.popitem()[1][0])
             while self._whole:
                 self._let_go(next(iter(self._whole)))
 
@@ -302,20 +238,15 @@ class Window:
         if size <= end:
             return False
         at = self.base + self.off
-        lo = at - at % mmap.ALLOCATIONGRANULARITY
         mappings = self.mappings
         assert mappings is not None, "a window is mapped only with mappings"
-        try:
-            if mappings.shared:  # a view into the master's one mapping of the file
-                lo = at
-                self.buf = mappings.view(fd, self.path, lo, min(size, end + self.chunk))
-            else:
-                self.buf = mappings.map(fd, self.path, min(size, end + self.chunk) - lo, lo)
+        try:  # a view into the master's one mapping of the file
+            self.buf = mappings.view(fd, self.path, at, min(size, end + self.chunk))
         except OSError:  # a file system without mmap: read from here on
             self.mapped = False
             self.f.seek(end)
             return self.more()
-        self.off, self.base = at - lo, lo
+        self.off, self.base = 0, at
         return True
 
     def left(self) -> int:

@@ -165,6 +165,7 @@ class ShadowBoard:
                 lint_id = -next(_LINT_IDS)
                 self.candidates[spec.name] = Candidate(spec, gate, who, start, lint_id, at=start)
                 self.lint.request(lint_id, spec.rules, spec.settings, account=who)
+        self._mark()
         self.wake.set()
         return [s.name for s in specs]
 
@@ -195,6 +196,7 @@ class ShadowBoard:
         if candidate is None:
             raise UnknownSlaveError(f"no shadow candidate {name!r}")
         self.lint.forget(candidate.lint_id)
+        self._mark()
 
     def statuses(self, caller: Identity | None = None) -> list[CandidateStatus]:
         """Every candidate, for an admin (another caller sees none)."""
@@ -253,10 +255,20 @@ class ShadowBoard:
                 self.count()
             except Exception:  # noqa: BLE001 - the pass must outlive any one range
                 log.exception("shadow: the pass failed")
+            self._mark()
             # At most one pass per PASS_EVERY: a pass has a fixed cost (1.5 ms for 64 candidates over
             # one small transaction), so a primary committing thousands a second is counted in batches.
             if self.stopped.wait(PASS_EVERY):
                 return
+
+    def _mark(self) -> None:
+        """The pass's place among the readers of the streams' segment cache (its candidate furthest
+        behind): segments the streams let go before it keep their pages until it has counted them
+        (SegmentCache.at, TRAIL_BYTES; handed back first, the count faulted each page in again)."""
+        if self.segments is not None:
+            with self.lock:
+                places = [c.at for c in self.candidates.values() if not c.broken]
+            self.segments.at(self, min(places) if places else None)
 
     def close(self) -> None:
         with self.lock:
@@ -406,6 +418,7 @@ class ShadowBoard:
                 try:
                     yield idx.unit_list, part, idx.names
                 finally:
+                    cache.at(self, seg.end)  # (its pages kept for the pass no more)
                     cache.done_with(seg)
                 end[:] = [(name, part.base + part.used)]  # (seg.end, but for a Rotate's: the next file's)
                 try:
@@ -432,7 +445,7 @@ class ShadowBoard:
         it have yet to read it (see DEFER_MAX)."""
         here = (name, max(pos, 4))
         held = cache.holds(here)
-        if not held and self._may_defer and cache.streams_before(here):
+        if not held and self._may_defer and cache.streams_before(here, but=self):
             now = time.monotonic()
             if self._defer_since is None:
                 self._defer_since = now

@@ -14,7 +14,6 @@ import pytest
 from dumpfilter.errors import PositionError
 from dumpfilter.master.read import columns as columns_module
 from dumpfilter.master.read import segments as segments_module
-from dumpfilter.master.read.windows import MappingFiles
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
@@ -103,9 +102,7 @@ def test_a_purged_files_kept_segments_are_not_served(tmp_path, mapping):  # noqa
 
 def test_kept_pages_stay_resident_within_their_budget(tmp_path, mapping, monkeypatch):  # noqa: F811
     """Kept segments keep their pages up to `resident_bytes` (the cache's own count of them), the
-    first kept staying; every kept segment beyond it has its pages handed back. (A mapping per
-    segment: the shared mappings' views are never handed back, see the test below.)"""
-    monkeypatch.setattr(segments_module, "MappingFiles", lambda: MappingFiles(shared=False))
+    first kept staying; every kept segment beyond it has its pages handed back."""
     _binlog(tmp_path)
     _, one = _streamed(tmp_path, REGS[:1], resident_bytes=0)
     budget = 3 * max(seg.size for seg, _, _ in one._kept.values())

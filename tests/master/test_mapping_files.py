@@ -1,7 +1,4 @@
-"""How the master maps closed binlog files (`windows.MappingFiles`): with huge pages, one open file
-description per file, whichever descriptor a segment read opened (without, that descriptor); a
-file replaced or deleted under its name is let go; `forget` and the bound close what they let
-go; and with huge pages
+"""How the master maps closed binlog files (`windows.MappingFiles`): with huge pages
 (`master serve --binlog-huge-pages`) a closed binlog read from disk through the segment cache
 comes into the page cache in 2 MB folios, without them in the kernel's own (observed through
 /proc/kpageflags: root, on a kernel and file system that put file pages in large folios; skipped
@@ -22,108 +19,17 @@ import pytest
 from dumpfilter.binlogs.series import BinlogSeriesWriter
 from dumpfilter.codec.constants import EventType
 from dumpfilter.master.read.segments import SegmentCache
-from dumpfilter.master.read.windows import MappingFiles
 from dumpfilter.workload.generator import WorkloadSpec, _Generator
 from tests.support.dump_helpers import run_slave
 from dumpfilter.lab.ports import free_port
 
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux") or not Path("/proc/self/fd").is_dir(),
-                                reason="counts descriptors in /proc/self/fd (Linux)")
 IN_USE_AT = 4 + 17  # the FDE's header flags; its CRC is computed without the in-use bit
 REGION = 2 << 20
-
-
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
 
 
 def _file(path: Path, size: int = 3 * REGION) -> Path:
     path.write_bytes(os.urandom(size))
     return path
-
-
-def _huge() -> MappingFiles:
-    return MappingFiles(huge_pages=True)
-
-
-def _map(files: MappingFiles, path: Path, offset: int = 0, length: int = REGION) -> mmap.mmap:
-    """A mapping made the way a segment read makes it: through a descriptor of its own, closed after."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return files.map(fd, str(path), length, offset)
-    finally:
-        os.close(fd)
-
-
-@linux_only
-def test_every_mapping_of_a_file_shares_one_description(tmp_path):
-    path = _file(tmp_path / "bin.000001")
-    files = _huge()
-    before = _open_fds()
-    first = _map(files, path)
-    after_first = _open_fds()
-    maps = [_map(files, path, offset) for offset in (0, REGION, 2 * REGION)]
-    # one description kept for the file, and each mapping's own duplicate of it (mmap's)
-    assert after_first == before + 2
-    assert _open_fds() == after_first + len(maps)
-    assert [m[:16] for m in maps] == [path.read_bytes()[o:o + 16] for o in (0, REGION, 2 * REGION)]
-    assert first[:16] == path.read_bytes()[:16]
-    for m in (first, *maps):
-        m.close()
-    files.close()
-    assert _open_fds() == before
-
-
-@linux_only
-def test_without_huge_pages_a_mapping_is_made_of_the_segments_own_descriptor(tmp_path):
-    path = _file(tmp_path / "bin.000001")
-    files = MappingFiles()
-    before = _open_fds()
-    maps = [_map(files, path, offset) for offset in (0, REGION)]
-    assert _open_fds() == before + len(maps)  # each mapping's own duplicate; nothing kept
-    assert maps[1][:16] == path.read_bytes()[REGION:REGION + 16]
-    for m in maps:
-        m.close()
-    assert _open_fds() == before
-
-
-@linux_only
-def test_a_file_replaced_or_deleted_under_its_name_is_let_go(tmp_path):
-    path = _file(tmp_path / "bin.000001")
-    other = _file(tmp_path / "bin.000002")
-    files = _huge()
-    before = _open_fds()
-    _map(files, path).close()
-    old = path.read_bytes()[:16]
-    path.unlink()
-    _file(path)  # a new file (a new inode) under the same name
-    assert path.read_bytes()[:16] != old
-    m = _map(files, path)
-    assert m[:16] == path.read_bytes()[:16]  # the new file's bytes, not the old description's
-    m.close()
-    assert _open_fds() == before + 1  # the old description closed: it held the deleted file's space
-    path.unlink()
-    _map(files, other).close()  # a new file's first mapping looks at the ones kept
-    assert _open_fds() == before + 1
-    files.close()
-
-
-@linux_only
-def test_forget_and_the_bound_close_descriptions(tmp_path, monkeypatch):
-    monkeypatch.setattr(MappingFiles, "MAX", 2)
-    paths = [_file(tmp_path / f"bin.00000{n}", REGION) for n in range(1, 5)]
-    files = _huge()
-    before = _open_fds()
-    kept = _map(files, paths[0])
-    for path in paths[1:]:
-        _map(files, path).close()
-    assert _open_fds() == before + 2 + 1  # MAX descriptions, and the mapping still held
-    files.forget({paths[-1].name})
-    assert _open_fds() == before + 1 + 1
-    assert kept[:16] == paths[0].read_bytes()[:16]  # a mapping outlives its description
-    kept.close()
-    files.close()
-    assert _open_fds() == before
 
 
 # -- the page cache's folios ---------------------------------------------------------------------
