@@ -335,7 +335,7 @@ class _SlaveWalk:
         out: list[bytes | None] = []
         for policy in self.policies:
             events: list[Event] | None = outcome.events if outcome.outcome in (KEPT, PARTIAL) else \
-                policy.relayed(txn, outcome, self.reference)
+                policy.relayed(txn, outcome)
             if events is not None and self.rename is not None:
                 events = [self.rename(e) for e in events]
             out.append(None if events is None else b"".join([e.raw for e in events]))
