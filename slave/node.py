@@ -400,7 +400,7 @@ class Slave:
         """One batch: checked whole by the scanner (sizes, CRCs) before anything is written.
         A fast unit (the common ROW transaction) whose tables the slave's own rules all keep
         (what the check on a faithful master finds) goes to the relay log as the byte range it
-        came in, with no Event and no TransactionFilter; every other unit's Events go through
+        came in, with no Event made; every other unit's Events go through
         the grouper, the slave's own rules and the rewrites."""
         scan = scan_batch(blob, self.fmt, self._scanner)
         self.trust.scanned(scan.last_rotate >= 0)
