@@ -163,9 +163,8 @@ class SkipPolicy:
         """Counts in `counts` what the core's walk sent in this policy's form (`walked`, a
         `_core.SendResult`: its skip_units, skip_bytes, placeholders), as `tally` counts them."""
 
-    def relayed(self, txn: Transaction, result: FilterResult) -> list[Event] | None:
-        """What a slave's relay log holds for a transaction `txn` its filters skip (FilterResult
-        `result`): None for nothing."""
+    def relayed(self, txn: Transaction) -> list[Event] | None:
+        """What a slave's relay log holds for a transaction `txn` its filters skip: None for nothing."""
         return None
 
     # -- a real replica, through the MySQL endpoint ----------------------------------------
@@ -246,7 +245,7 @@ class Placeholder(SkipPolicy):
         counts.placeholders += walked.placeholders
         counts.placeholder_bytes += walked.skip_bytes
 
-    def relayed(self, txn: Transaction, result: FilterResult) -> list[Event] | None:
+    def relayed(self, txn: Transaction) -> list[Event] | None:
         """The framing (the slave drops the placeholders), or the empty transaction when the
         framing is the GTID alone (a skipped DDL)."""
         from dumpfilter.rules.transaction_filter import is_framing
@@ -284,8 +283,8 @@ class EmptyTransaction(SkipPolicy):
         counts.empty_transactions += walked.skip_units
         counts.empty_transaction_bytes += walked.skip_bytes
 
-    def relayed(self, txn: Transaction, result: FilterResult) -> list[Event] | None:
-        return self.skipped(txn.events, result)  # what was sent: the emptied transaction
+    def relayed(self, txn: Transaction) -> list[Event] | None:
+        return txn.emptied() or None  # what was sent: the emptied transaction (none without a GTID)
 
     def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
         """The COMMIT closing an emptied transaction carries its GTID's log_pos (the filter has no
