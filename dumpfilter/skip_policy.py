@@ -35,7 +35,7 @@ _QUERY_FIXED = HEADER_LEN + 13 + 1  # header, Query post-header, the empty datab
 # Dump) before its rule engine loads (tests/slave/test_slave_cli_startup.py).
 if TYPE_CHECKING:
     from dumpfilter.codec import FormatDescription, Transaction
-    from dumpfilter.rules.transaction_filter import FilterResult, TransactionFilter
+    from dumpfilter.rules.transaction_filter import FilterResult
 
 
 class PolicyCounts(Protocol):
@@ -163,10 +163,8 @@ class SkipPolicy:
         """Counts in `counts` what the core's walk sent in this policy's form (`walked`, a
         `_core.SendResult`: its skip_units, skip_bytes, placeholders), as `tally` counts them."""
 
-    def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
-        """What a slave's relay log holds for a transaction `txn` its filters skip (FilterResult
-        `result`; `reference`, the slave's own TransactionFilter, frames an empty transaction):
-        None for nothing."""
+    def relayed(self, txn: Transaction) -> list[Event] | None:
+        """What a slave's relay log holds for a transaction `txn` its filters skip: None for nothing."""
         return None
 
     # -- a real replica, through the MySQL endpoint ----------------------------------------
@@ -247,14 +245,14 @@ class Placeholder(SkipPolicy):
         counts.placeholders += walked.placeholders
         counts.placeholder_bytes += walked.skip_bytes
 
-    def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
+    def relayed(self, txn: Transaction) -> list[Event] | None:
         """The framing (the slave drops the placeholders), or the empty transaction when the
         framing is the GTID alone (a skipped DDL)."""
         from dumpfilter.rules.transaction_filter import is_framing
 
         framing = [e for e in txn.events if is_framing(e)]
         if len(framing) == 1 and framing[0].is_gtid:
-            return reference.empty_transaction_events(txn)
+            return txn.emptied()
         return framing or None
 
     def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
@@ -285,8 +283,8 @@ class EmptyTransaction(SkipPolicy):
         counts.empty_transactions += walked.skip_units
         counts.empty_transaction_bytes += walked.skip_bytes
 
-    def relayed(self, txn: Transaction, result: FilterResult, reference: TransactionFilter) -> list[Event] | None:
-        return self.skipped(txn.events, result)  # what was sent: the emptied transaction
+    def relayed(self, txn: Transaction) -> list[Event] | None:
+        return txn.emptied() or None  # what was sent: the emptied transaction (none without a GTID)
 
     def for_replica(self, event: Event, *, gtid_log_pos: int | None, end: int | None, server_id: int) -> Event | None:
         """The COMMIT closing an emptied transaction carries its GTID's log_pos (the filter has no

@@ -143,7 +143,7 @@ class Slave:
         return applied_names(self.engine, self.config.rules, self.config.settings)
 
     @functools.cached_property
-    def trust(self) -> MasterTrust:  # the slave's own check (its TransactionFilter) of what the master sends
+    def trust(self) -> MasterTrust:  # the slave's own check (its rules) of what the master sends
         from dumpfilter.slave.trust import MasterTrust
 
         return MasterTrust(self.engine, self.config.on_disagreement, self.counters,
@@ -400,7 +400,7 @@ class Slave:
         """One batch: checked whole by the scanner (sizes, CRCs) before anything is written.
         A fast unit (the common ROW transaction) whose tables the slave's own rules all keep
         (what the check on a faithful master finds) goes to the relay log as the byte range it
-        came in, with no Event and no TransactionFilter; every other unit's Events go through
+        came in, with no Event made; every other unit's Events go through
         the grouper, the slave's own rules and the rewrites."""
         scan = scan_batch(blob, self.fmt, self._scanner)
         self.trust.scanned(scan.last_rotate >= 0)
@@ -447,7 +447,7 @@ class Slave:
             event = events[0]
             if event.type_code == EventType.FORMAT_DESCRIPTION:
                 self.relay.format_event(event)
-                self.trust.check.reset()
+                self.engine.invalidate()  # table ids restart with the server: its per-table answers too
                 return
             if event.type_code in _NOT_RELAYED:
                 return self.trust.control(event)  # a Rotate: the master file of what follows
@@ -483,7 +483,7 @@ class Slave:
         if trailing is None:
             return fix_transaction_length(events)
         if len(body) == 1 and body[0].is_gtid:
-            return self.trust.check.empty_transaction_events(unit) + trailing
+            return unit.emptied() + trailing
         return fix_transaction_length(body) + trailing
 
     def _record_filters(self) -> None:

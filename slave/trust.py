@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.sqltokens import one_line
-from dumpfilter.rules.transaction_filter import KEEP, KEPT, PARTIAL, PASSED, TransactionFilter, is_framing
+from dumpfilter.rules.transaction_filter import decided_events, framing_statement
 
 if TYPE_CHECKING:
     from dumpfilter._core import LoneText
@@ -56,15 +56,15 @@ class DisagreementError(DumpFilterError):
 
 
 class MasterTrust:
-    """One slave's check of what it receives (see the module docstring): `check`, a TransactionFilter
-    of the slave's rule `engine` (its rules, its schema model); `counters` gets `check_disagreements` and
+    """One slave's check of what it receives (see the module docstring) by its `rules` (its rule
+    engine, with its schema model); `counters` gets `check_disagreements` and
     `master_schema_kept`; `note(text)` is the last disagreement's text; `say` prints."""
 
-    def __init__(self, engine: Decider, mode: str, counters: Counters, note: Callable[[str], None],
+    def __init__(self, rules: Decider, mode: str, counters: Counters, note: Callable[[str], None],
                  say: Callable[[str], None]) -> None:
         if mode not in ON_DISAGREEMENT:
             raise ValueError(f"on_disagreement must be one of {ON_DISAGREEMENT}, not {mode!r}")
-        self.check = TransactionFilter(engine, empty_transactions=KEEP)
+        self.rules = rules
         self.mode, self.counters, self.note, self.say = mode, counters, note, say
         self.file: str | None = None          # the master file of the events being checked
         self.marks: set[tuple[str, int]] = set()
@@ -100,26 +100,26 @@ class MasterTrust:
 
     # -- the check ----------------------------------------------------------------------------
     def unit(self, unit: Transaction) -> None:
-        """A transaction or statement group, as the master sent it (the slave relays it so)."""
-        result = self.check.filter(unit)  # always: the check's schema model replays the DDL it sees
-        if self.suspended or result.outcome in (KEPT, PASSED):
-            return
-        kept = {e.pos: e for e in result.events} if result.outcome == PARTIAL else {}
-        gtid = unit.gtid
-        for event in unit.events:
-            if event.type_code == EventType.TRANSACTION_PAYLOAD:
-                same = kept.get(event.pos)
-                inner_kept = {e.raw for e in same.payload_events()} if same is not None else set()
-                for inner in event.payload_events():
-                    if inner.raw not in inner_kept:
-                        self._dropped(inner, gtid, at=event)
-            elif event.pos not in kept:
-                self._dropped(event, gtid)
+        """A transaction or statement group, as the master sent it (the slave relays it so): each
+        statement and Table_map the slave's rules drop is judged (`_judge`). Every statement is
+        asked, the check suspended or not: its schema model replays the DDL it sees."""
+        for event, at in decided_events(unit):
+            if event.is_query:
+                sql, db = event.sql or "", event.db
+                if self.rules.statement_kept(sql, db) or self.suspended:
+                    continue
+                what = f"`{one_line(sql, 200)}`" + (f" (default database {db!r})" if db else "")
+            else:
+                _, db, table = event.table_map
+                if self.rules.table_kept(db, table) or self.suspended:
+                    continue
+                what = f"the rows of {db}.{table} (its Table_map)"
+            self._judge(at.pos + at.size, at.pos, what, unit.gtid)
 
     def lone(self, db: str, sql: str, blob: bytes, units: UnitRecords, k: int) -> None:
         """A GTID-and-one-statement unit the slave wrote from its bytes (unit `k` of `units`, a
         scan of `blob`), checked by its text (the check's schema model replays it)."""
-        if self.check.lone_text_kept(sql, db) or self.suspended:
+        if framing_statement(sql) or self.rules.statement_kept(sql, db) or self.suspended:
             return
         rec = units[k]
         end = _LOG_POS.unpack_from(blob, rec.last + 13)[0]
@@ -134,18 +134,6 @@ class MasterTrust:
             self.lone(text.db, text.sql, blob, units, text.unit)
 
     # -- one event the check drops -----------------------------------------------------------
-    def _dropped(self, event: Event, gtid: str | None, at: Event | None = None) -> None:
-        if event.is_query and not is_framing(event):
-            db = event.db
-            what = f"`{one_line(event.sql or '', 200)}`" + (f" (default database {db!r})" if db else "")
-        elif event.type_code == EventType.TABLE_MAP:
-            _, db, table = event.table_map
-            what = f"the rows of {db}.{table} (its Table_map)"
-        else:
-            return  # rows events follow their Table_map; context events their statement
-        at = at or event  # a payload's inner events have no position: the payload's
-        self._judge(at.pos + at.size, at.pos, what, gtid)
-
     def _judge(self, end: int, pos: int, what: str, gtid: str | None) -> None:
         marked = (self.file, end) in self.marks if self.file else end in self.marked_ends
         if marked:

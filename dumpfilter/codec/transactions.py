@@ -9,12 +9,18 @@ from dataclasses import dataclass, field
 
 from dumpfilter.codec.constants import (
     GTID_EVENT_TYPES,
+    MARIADB_FL_STANDALONE,
     STMT_END_F,
     EventType,
 )
+from dumpfilter.codec.encode import build_event, query_body
 from dumpfilter.codec.event import Event
+from dumpfilter.codec.writer import fix_transaction_length
 
 CONTROL, TRANSACTION, STATEMENT = "control", "transaction", "statement"
+
+# MariaDB GTID flags2 bit FL_DDL (log_event.h).
+MARIADB_FL_DDL = 0x20
 
 # Events that never belong to a transaction's content and are never filtered.
 CONTROL_TYPES = frozenset(
@@ -110,6 +116,37 @@ class Transaction:
         total = sum(e.size for e in self.events)
         self.__dict__["_size"] = (len(self.events), total)
         return total
+
+    def emptied(self) -> list[Event]:
+        """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty
+        body (BEGIN, COMMIT), transaction_length fixed. MariaDB groups have no BEGIN: the GTID,
+        without FL_STANDALONE, closed by COMMIT. A unit without a GTID leaves nothing."""
+        gtid = self.gtid_event
+        if gtid is None:
+            return []
+        def stmt(sql: str) -> Event:
+            # The synthesised statements take the GTID's log_pos: they have no master position of
+            # their own, and the GTID's is in master coordinates wherever the unit was read (the
+            # master's binlog, or a relay log whose offsets are not the master's).
+            return build_event(EventType.QUERY, query_body(sql, ""), fmt=gtid.fmt, server_id=gtid.server_id,
+                               timestamp=gtid.timestamp, log_pos=gtid.log_pos)
+        if gtid.type_code == EventType.MARIADB_GTID:
+            flags2 = gtid.mariadb_gtid_flags
+            # A filtered DDL (FL_STANDALONE|FL_DDL) becomes an ordinary empty group closed by
+            # COMMIT: a standalone GTID would make the applier take the COMMIT for a second group,
+            # and FL_DDL would make parallel replication serialise around a statement that is gone.
+            cleared = flags2 & ~(MARIADB_FL_STANDALONE | MARIADB_FL_DDL)
+            if cleared != flags2:
+                body = bytearray(gtid.body)
+                body[12] = cleared
+                return [gtid.with_body(bytes(body)), stmt("COMMIT")]  # the same header as `gtid`'s
+            return [gtid, stmt("COMMIT")]
+        events = self.events
+        begin = events[1] if len(events) > 2 and events[1].is_query and statement_verb(events[1].sql or "") == "BEGIN" \
+            else stmt("BEGIN")
+        last = events[-1]
+        terminator = last if last.type_code == EventType.XID else stmt("COMMIT")
+        return fix_transaction_length([gtid, begin, terminator])
 
 
 class TransactionGrouper:

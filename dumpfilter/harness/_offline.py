@@ -12,12 +12,13 @@ from typing import TYPE_CHECKING
 from dumpfilter.binlogs.files import binlog_format, binlog_paths
 from dumpfilter.binlogs.lint import lint_files, units
 from dumpfilter.codec import EventType
+from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import RuleError
 from dumpfilter.harness._rules import Rules, as_rules
 from dumpfilter.harness._types import Decision, EventDecision, LintBreak, LintResult, TransactionExplanation
 from dumpfilter.rules.decisions import Decision as _EngineDecision
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import EMPTIED, SKIPPED, TransactionFilter, framing_statement
+from dumpfilter.rules.transaction_filter import decided_events
 from dumpfilter.workload import WorkloadSpec, generate
 
 if TYPE_CHECKING:  # imported where used: the schema reader loads sqlglot
@@ -107,18 +108,21 @@ def explain_binlog(binlog: PathLike | Sequence[PathLike], rules: Rules | Sequenc
     rules = as_rules(rules)
     engine = RuleEngine(rules._ruleset, rules.settings_for(binlog_format(paths[0]).flavor),
                         schema=_schema(schema, "schema"))
-    tfilter = TransactionFilter(engine)
     for file, txn in units(paths):
-        outcome = tfilter.filter(txn).outcome
-        if outcome == EMPTIED:  # nothing kept: "skipped", the master's word (its Transactions_skipped)
-            outcome = SKIPPED
+        if txn.kind == CONTROL:  # never filtered; a Format_description restarts the table ids
+            if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                engine.invalidate()
+            yield TransactionExplanation(file, txn.start_pos, txn.gtid, "control")
+            continue
         decisions = []
-        for event in txn.events:
+        for event, at in decided_events(txn):
             if event.type_code == EventType.TABLE_MAP:
                 _, db, name = event.table_map
-                decisions.append(EventDecision(event.pos, f"table: {db}.{name}",
-                                               _decision(engine.decide_table(db, name))))
-            elif event.is_query and not framing_statement(sql := event.sql or ""):
-                decisions.append(EventDecision(event.pos, f"statement: {event.sql}",
-                                               _decision(engine.decide_statement(sql, event.db))))
+                decisions.append(EventDecision(at.pos, f"table: {db}.{name}", _decision(engine.decide_table(db, name))))
+            else:
+                decisions.append(EventDecision(at.pos, f"statement: {event.sql}",
+                                               _decision(engine.decide_statement(event.sql or "", event.db))))
+        # Rows go with their Table_map: nothing kept is "skipped", the master's word (its Transactions_skipped).
+        kept = sum(d.decision.apply for d in decisions)
+        outcome = "kept" if kept == len(decisions) else "partial" if kept else "skipped"
         yield TransactionExplanation(file, txn.start_pos, txn.gtid, outcome, tuple(decisions))

@@ -5,23 +5,18 @@ Transaction_payload re-packed, empty transactions framed). The unit every consum
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
 from dumpfilter.codec.constants import (
     GTID_EVENT_TYPES,
-    MARIADB_FL_STANDALONE,
     STATEMENT_CONTEXT_TYPES,
     STMT_END_F,
 )
-from dumpfilter.codec.encode import build_event, query_body
 from dumpfilter.errors import MalformedEventError
 from dumpfilter.codec.payload import repack_payload
 from dumpfilter.codec.transactions import CONTROL, statement_verb
 from dumpfilter.rules.decider import Decider
-
-# MariaDB GTID flags2 bit FL_DDL (log_event.h); not in dumpfilter.codec.constants.
-MARIADB_FL_DDL = 0x20
 
 KEEP, DROP = "keep", "drop"
 
@@ -88,6 +83,16 @@ def framing_statement(sql: str) -> bool:
     return statement_verb(sql) in _FRAMING_VERBS
 
 
+def decided_events(txn: Transaction) -> Iterator[tuple[Event, Event]]:
+    """The events of `txn` a slave's rules decide, in order: each statement but a framing one and
+    each Table_map (rows go with their Table_map, context events with their statement), as (event,
+    the event holding its position: a Transaction_payload's events have none of their own)."""
+    for at in txn.events:
+        for event in at.payload_events() if at.type_code == EventType.TRANSACTION_PAYLOAD else (at,):
+            if event.type_code == EventType.TABLE_MAP or (event.is_query and not framing_statement(event.sql or "")):
+                yield event, at
+
+
 def lone_statement(events: list[Event]) -> Event | None:
     """The Query event of a unit made of a GTID and that one statement, else None."""
     if len(events) == 2 and events[1].is_query and events[0].type_code in GTID_EVENT_TYPES:
@@ -133,7 +138,7 @@ class TransactionFilter:
             # Emptied when kept as an empty transaction, which needs a GTID to frame; built lazily.
             if self.empty_transactions == KEEP and txn.gtid_event is not None:
                 return FilterResult(EMPTIED, None, size, len(txn.events),
-                                    build=lambda: fix_transaction_length(self._empty_transaction(txn)))
+                                    build=txn.emptied)
             return FilterResult(SKIPPED, [], size, len(txn.events))
         result = FilterResult(KEPT, kept, size, len(txn.events))
         if content_kept < content_in:
@@ -242,38 +247,3 @@ class TransactionFilter:
         if held is not None and check is not None and not check(kept[held].sql or "", maps):
             del kept[held]
         return kept, content_in, content_kept
-
-    def empty_transaction_events(self, txn: Transaction) -> list[Event]:
-        """The framing an emptied `txn` is written as (transaction_length fixed)."""
-        return fix_transaction_length(self._empty_transaction(txn))
-
-    def _empty_transaction(self, txn: Transaction) -> list[Event]:
-        """What a MySQL replica persists for a filtered GTID transaction: its GTID with an empty
-        body (BEGIN, COMMIT). MariaDB groups have no BEGIN: the GTID, without FL_STANDALONE,
-        closed by COMMIT. A unit without a GTID leaves nothing."""
-        gtid = txn.gtid_event
-        if gtid is None:
-            return []
-        def stmt(sql: str) -> Event:
-            # The synthesised statements take the GTID's log_pos: they have no master position of
-            # their own, and the GTID's is in master coordinates wherever the unit was read (the
-            # master's binlog, or a relay log whose offsets are not the master's).
-            return build_event(EventType.QUERY, query_body(sql, ""), fmt=gtid.fmt, server_id=gtid.server_id,
-                               timestamp=gtid.timestamp, log_pos=gtid.log_pos)
-        if gtid.type_code == EventType.MARIADB_GTID:
-            flags2 = gtid.mariadb_gtid_flags
-            # A filtered DDL (FL_STANDALONE|FL_DDL) becomes an ordinary empty group closed by
-            # COMMIT: a standalone GTID would make the applier take the COMMIT for a second group,
-            # and FL_DDL would make parallel replication serialise around a statement that is gone.
-            cleared = flags2 & ~(MARIADB_FL_STANDALONE | MARIADB_FL_DDL)
-            if cleared != flags2:
-                body = bytearray(gtid.body)
-                body[12] = cleared
-                return [gtid.with_body(bytes(body)), stmt("COMMIT")]  # the same header as `gtid`'s
-            return [gtid, stmt("COMMIT")]
-        events = txn.events
-        begin = events[1] if len(events) > 2 and events[1].is_query and statement_verb(events[1].sql or "") == "BEGIN" \
-            else stmt("BEGIN")
-        last = events[-1]
-        terminator = last if last.type_code == EventType.XID else stmt("COMMIT")
-        return [gtid, begin, terminator]

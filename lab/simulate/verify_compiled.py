@@ -334,8 +334,7 @@ class _SlaveWalk:
         outcome = self.reference.filter(txn)
         out: list[bytes | None] = []
         for policy in self.policies:
-            events: list[Event] | None = outcome.events if outcome.outcome in (KEPT, PARTIAL) else \
-                policy.relayed(txn, outcome, self.reference)
+            events = outcome.events if outcome.outcome in (KEPT, PARTIAL) else policy.relayed(txn)
             if events is not None and self.rename is not None:
                 events = [self.rename(e) for e in events]
             out.append(None if events is None else b"".join([e.raw for e in events]))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
 from dumpfilter.errors import BinlogError, RuleError
-from dumpfilter.codec.transactions import CONTROL, statement_verb
+from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
@@ -42,7 +42,7 @@ from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel, is_schema_statement
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind
 from dumpfilter.rules.statements import statement_tables
-from dumpfilter.rules.transaction_filter import DROP, TransactionFilter
+from dumpfilter.rules.transaction_filter import DROP, TransactionFilter, framing_statement
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
 
 ALL = "*"  # the routing key of events every output gets (INCIDENT)
@@ -53,7 +53,6 @@ _NOT_ROUTED = frozenset({
     EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS,
     EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
 })
-_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "XA", "RELEASE"})
 # Statements that change the definition of a table-level object: they go with that object's schema.
 _DDL_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
                         Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.TABLE_MAINTENANCE, Kind.CREATE_TRIGGER,
@@ -385,7 +384,7 @@ class Router:
             if t == EventType.TABLE_MAP:
                 schemas.add(event.table_map[1])
             elif event.is_query:
-                if statement_verb(event.query.sql) not in _FRAMING_VERBS:
+                if not framing_statement(event.query.sql):
                     schemas.update(self.route_of(event.query.sql, event.query.db).schemas or (None,))
             elif t == EventType.TRANSACTION_PAYLOAD:
                 schemas.update(self._schemas(event.payload_events()))
@@ -401,7 +400,7 @@ class Router:
         for event in events:
             if event.type_code in QUERY_EVENT_TYPES and event.db and event.db != schema:
                 sql = event.query.sql
-                if statement_verb(sql) in _FRAMING_VERBS:
+                if framing_statement(sql):
                     event, changed = with_default_db(event, schema), True
                 else:
                     route = self.route_of(sql, event.db)
@@ -414,6 +413,6 @@ class Router:
 def _has_content(events: list[Event]) -> bool:
     for event in events:
         if event.type_code in (EventType.TABLE_MAP, EventType.TRANSACTION_PAYLOAD) or event.is_rows or (
-                event.is_query and statement_verb(event.query.sql) not in _FRAMING_VERBS):
+                event.is_query and not framing_statement(event.query.sql)):
             return True
     return False

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter.codec import EventType, group_transactions
-from dumpfilter.rules.transaction_filter import TransactionFilter
+from dumpfilter.codec.transactions import Transaction
 from dumpfilter.workload import WorkloadSpec, generate
 from tests.support.filtering import (assert_positions, assert_transaction_lengths, events_of, per_unit_units, run,
                                      statement_without_gtid)
@@ -46,9 +46,8 @@ RULES = st.sampled_from([("replicate-do-db", "db1"), ("replicate-ignore-db", "db
 @given(rules=st.lists(RULES, min_size=1, max_size=2, unique=True))
 def test_a_mysql_file_filtered_reads_as_a_replica_reads_it(mysql_binlog, monkeypatch, rules):
     calls = []
-    made = TransactionFilter.empty_transaction_events
-    monkeypatch.setattr(TransactionFilter, "empty_transaction_events",
-                        lambda self, txn: calls.append(txn) or made(self, txn))
+    made = Transaction.emptied
+    monkeypatch.setattr(Transaction, "emptied", lambda txn: calls.append(txn) or made(txn))
     out, stats, engine = run(mysql_binlog, rules)
     assert stats.emptied + stats.partial > 0 or stats.kept == stats.transactions_in
     assert calls == [], "an emptied MySQL unit went the per-unit way"

@@ -117,6 +117,17 @@ def test_lint_and_explain(binlog):
     assert first.decisions[0].subject.startswith(("statement: ", "table: "))
 
 
+def test_explain_binlog_names_the_decisions_inside_a_compressed_payload(shared_fixtures):
+    """MySQL 8's Transaction_payload (zstd): its Table_map is decided, and named, at the payload's
+    position (its events have none of their own), whatever the outcome."""
+    path = shared_fixtures / "osheroff-mysql-binlog-connector-java" / "mysql-bin.compressed"
+    for rules, apply, outcome in ((["replicate-ignore-db=zzz"], True, "kept"), (["replicate-do-db=zzz"], False, "skipped")):
+        (txn,) = [t for t in explain_binlog(path, rules) if t.outcome != "control"]
+        assert txn.outcome == outcome
+        assert [(d.subject.split(": ")[0], d.decision.apply) for d in txn.decisions] == [("table", apply)]
+        assert txn.decisions[0].pos > txn.pos
+
+
 def test_lint_names_where_a_replica_stops(tmp_path):
     # STATEMENT format: do-db tests the default database, so cross-database statements break
     generate_binlog(tmp_path, transactions=300, schemas=3, binlog_format="statement", seed=3)

@@ -56,7 +56,7 @@ def expected_units(binlog_dir, rules: RuleSet, policy: str):
             # empty transaction, and transaction_length counts what is left.
             framing = [e for e in txn.events if is_framing(e)]
             bodiless = len(framing) == 1 and framing[0].is_gtid
-            kept = tf.empty_transaction_events(txn) if bodiless else fix_transaction_length(framing)
+            kept = txn.emptied() if bodiless else fix_transaction_length(framing)
         else:
             kept = []
         if kept:

@@ -1,5 +1,5 @@
 """The slave's reference receive: every unit of a batch as Events through its TransactionGrouper,
-its own TransactionFilter (the trust check) and the rewrites, never a byte range written as it
+its own check (the trust check, by its rules) and the rewrites, never a byte range written as it
 came. `reference_receive(slave)` puts it in place of the compiled relay runs on one Slave."""
 
 from __future__ import annotations
