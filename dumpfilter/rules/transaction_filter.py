@@ -86,10 +86,21 @@ def framing_statement(sql: str) -> bool:
 def decided_events(txn: Transaction) -> Iterator[tuple[Event, Event]]:
     """The events of `txn` a slave's rules decide, in order: each statement but a framing one and
     each Table_map (rows go with their Table_map, context events with their statement), as (event,
-    the event holding its position: a Transaction_payload's events have none of their own)."""
+    the event holding its position: a Transaction_payload's events have none of their own). A rows
+    event without a Table_map of its own statement is refused, as `TransactionFilter` refuses it."""
+    maps: set[int] = set()
     for at in txn.events:
         for event in at.payload_events() if at.type_code == EventType.TRANSACTION_PAYLOAD else (at,):
-            if event.type_code == EventType.TABLE_MAP or (event.is_query and not framing_statement(event.sql or "")):
+            if event.is_rows:
+                if event.table_id not in maps:
+                    raise MalformedEventError(f"{event.type_name} event for table id {event.table_id} has no "
+                                              "Table_map in its statement", offset=at.pos)
+                if event.rows_flags & STMT_END_F:
+                    maps.clear()
+            elif event.type_code == EventType.TABLE_MAP:
+                maps.add(event.table_id)
+                yield event, at
+            elif event.is_query and not framing_statement(event.sql or ""):
                 yield event, at
 
 
