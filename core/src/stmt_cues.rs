@@ -188,7 +188,7 @@ pub(crate) fn outside_literals(sql: &[u8], literals: Literals) -> Cues {
 }
 
 /// Just past the literal opening at sql[open] (a `'` or `"`; a doubled quote stays inside), where
-/// it ends both with backslash escapes (MySQL's default, and `rules.sqltokens`' reading) and
+/// it ends both with backslash escapes (MySQL's default, and the facts' lexer's reading) and
 /// without (NO_BACKSLASH_ESCAPES in the Query's sql_mode; a name under ANSI_QUOTES), or None where
 /// those differ (`'O\'Brien'`) or the literal is not closed. A backslash right after a byte
 /// outside ASCII is None too: in a client character set such as sjis, gbk or big5 it may be the

@@ -27,7 +27,7 @@ from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError, without_password
 from dumpfilter.regular_file import read_regular
-from dumpfilter.rules.sqltokens import quote_identifier
+from dumpfilter.rules.ruleset import quote_identifier
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 

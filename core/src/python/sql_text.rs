@@ -1,0 +1,202 @@
+//! `_core.sql_tokens` and `_core.split_script`: the facts' one lexer and the script splitter
+//! built on it, for the Python readers of SQL text (the rule parser, the policy bound, lint, the
+//! schema model's and the lab's scripts). Offsets are Python's: characters of the str.
+
+use dumpfilter_stub_attrs::stub;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyString};
+
+use super::results::records;
+use super::{list, text};
+use crate::facts::lex::{lex, Cur, Kind, Tok, Unlexed};
+
+records! {
+    /// One token: its kind ("word", "quoted_ident", "string" or "punct"), its value (a name
+    /// unquoted, a string unescaped as MySQL reads it) and its first character's offset (a quoted
+    /// token's opening quote).
+    SqlToken = "SqlToken" {
+        kind: &'static str,
+        value: Py<PyString>,
+        start: usize,
+    }
+
+    /// `sql_tokens`: the tokens of a text, or (tokens empty) the one line saying where a quote or
+    /// comment is left open and its offset.
+    SqlTokens = "SqlTokens" {
+        /// SqlToken per token, in order.
+        tokens: Py<PyList> as Vec<SqlToken>,
+        error: Option<String>,
+        error_offset: usize,
+    }
+
+    /// A statement of a script as the client sends it, and the line it begins on (1-based).
+    ScriptStatement = "ScriptStatement" {
+        sql: String,
+        line: usize,
+    }
+
+    /// `split_script`: the statements of a script, up to a quote or comment left open (`error`).
+    Script = "Script" {
+        /// ScriptStatement per statement, in order.
+        statements: Py<PyList> as Vec<ScriptStatement>,
+        error: Option<String>,
+    }
+}
+
+/// Character offsets of increasing byte offsets of `sql` (a byte that does not decode is one
+/// character, as the text was decoded with surrogateescape).
+struct Chars<'a> {
+    sql: &'a [u8],
+    ascii: bool,
+    byte: usize,
+    chars: usize,
+}
+
+impl Chars<'_> {
+    fn at(&mut self, byte: usize) -> usize {
+        if self.ascii {
+            return byte;
+        }
+        for chunk in self.sql[self.byte..byte].utf8_chunks() {
+            self.chars += chunk.valid().chars().count() + chunk.invalid().len();
+        }
+        self.byte = byte;
+        self.chars
+    }
+}
+
+/// A string token's body as MySQL reads it: `\x` pairs (`\%` and `\_` keep their backslash, for
+/// LIKE), a doubled quote of its own kind one quote.
+fn unescape(body: &[u8], quote: u8) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while i < body.len() {
+        let (c, next) = (body[i], body.get(i + 1).copied().unwrap_or(0));
+        i += if c == b'\\' || c == quote { 2 } else { 1 };
+        match (c, next) {
+            (b'\\', b'%' | b'_') => out.extend_from_slice(&[c, next]),
+            (b'\\', _) => out.push(match next {
+                b'0' => 0,
+                b'b' => 8,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'Z' => 0x1a,
+                other => other,
+            }),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn message(at: Unlexed, offset: usize) -> String {
+    match at.opener {
+        b'*' => format!("unterminated /* comment at offset {offset}"),
+        b'`' => format!("unbalanced ` in backquoted identifier starting at offset {offset}"),
+        q => format!(
+            "unbalanced {} in string starting at offset {offset}",
+            q as char
+        ),
+    }
+}
+
+/// The tokens of `text` (comments skipped, a versioned comment's code read as code). With
+/// `ansi_quotes`, a double-quoted string next to a dot or before a parenthesis is a name
+/// (`"secret"."f"(1)`: ANSI_QUOTES, which the text does not say).
+#[stub]
+#[pyfunction]
+#[pyo3(signature = (text, ansi_quotes=false))]
+pub(super) fn sql_tokens(text: &Bound<'_, PyString>, ansi_quotes: bool) -> PyResult<SqlTokens> {
+    let py = text.py();
+    let encoded = text.call_method1("encode", ("utf-8", "surrogateescape"))?;
+    let sql = encoded.cast::<PyBytes>()?.as_bytes();
+    let mut chars = Chars {
+        sql,
+        ascii: sql.is_ascii(),
+        byte: 0,
+        chars: 0,
+    };
+    let lexed = match lex(sql) {
+        Ok(lexed) => lexed,
+        Err(at) => {
+            let offset = chars.at(at.at);
+            let tokens = PyList::empty(py).unbind();
+            return Ok(SqlTokens {
+                tokens,
+                error: Some(message(at, offset)),
+                error_offset: offset,
+            });
+        }
+    };
+    let cur = Cur::new(sql, &lexed.toks);
+    let name = |i: usize, t: &Tok| {
+        let punct = |j: usize, c| cur.is_punct_at(j, c);
+        ansi_quotes
+            && sql[t.start] == b'"'
+            && (punct(i + 1, b'.') || punct(i + 1, b'(') || (i > 0 && punct(i - 1, b'.')))
+    };
+    let tokens = lexed.toks.iter().enumerate().map(|(i, t)| {
+        let raw = &sql[t.start..t.end];
+        let (kind, value) = match t.kind {
+            Kind::Word => ("word", raw.to_vec()),
+            Kind::Punct => ("punct", raw.to_vec()),
+            Kind::Quoted => (
+                "quoted_ident",
+                crate::stmt::undouble(&raw[1..raw.len() - 1]),
+            ),
+            Kind::Str => {
+                let kind = if name(i, t) { "quoted_ident" } else { "string" };
+                (kind, unescape(&raw[1..raw.len() - 1], raw[0]))
+            }
+        };
+        let value = text_of(py, &value)?;
+        Ok(SqlToken {
+            kind,
+            value,
+            start: chars.at(t.start),
+        })
+    });
+    Ok(SqlTokens {
+        tokens: list(py, tokens)?,
+        error: None,
+        error_offset: 0,
+    })
+}
+
+fn text_of(py: Python<'_>, bytes: &[u8]) -> PyResult<Py<PyString>> {
+    Ok(text(py, bytes)?.unbind())
+}
+
+/// The statements of a script (statements ending at `;` or the delimiter a `DELIMITER` line
+/// sets), as the mariadb client cuts and sends them; see facts::script.
+#[stub]
+#[pyfunction]
+pub(super) fn split_script(py: Python<'_>, text: &str) -> PyResult<Script> {
+    let script = crate::facts::script::split(text.as_bytes());
+    let statements = script.statements.into_iter().map(|s| {
+        Ok(ScriptStatement {
+            sql: String::from_utf8_lossy(&s.sql).into_owned(),
+            line: s.line,
+        })
+    });
+    let error = script.open.map(|(at, line)| match at.opener {
+        b'*' => "unterminated /* comment".to_owned(),
+        q => format!(
+            "unterminated {} quote (statement starting on line {line})",
+            q as char
+        ),
+    });
+    Ok(Script {
+        statements: list(py, statements)?,
+        error,
+    })
+}
+
+/// Adds the classes and functions to the module.
+pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    add_records(m)?;
+    m.add_function(wrap_pyfunction!(sql_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(split_script, m)?)?;
+    Ok(())
+}
