@@ -13,8 +13,8 @@ pub struct Statement {
     pub line: usize,
 }
 
-/// The statements of a script and, where a quote or comment is left open, where (the statements
-/// before it are kept; the text from the statement it opens in is not).
+/// The statements of a script and, where a quote or comment is left open, where (the last
+/// statement is then the text from that statement's start to the end).
 pub struct Script {
     pub statements: Vec<Statement>,
     pub open: Option<(Unlexed, usize)>,
@@ -79,6 +79,9 @@ pub fn split(sql: &[u8]) -> Script {
                 i = end;
             }
             Err(at) => {
+                let first = if first == 0 { line } else { first };
+                buf.extend_from_slice(&sql[i..]);
+                flush(&mut script.statements, &mut buf, first);
                 script.open = Some((at, first));
                 return script;
             }

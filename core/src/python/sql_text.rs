@@ -35,7 +35,8 @@ records! {
         line: usize,
     }
 
-    /// `split_script`: the statements of a script, up to a quote or comment left open (`error`).
+    /// `split_script`: the statements of a script; where a quote or comment is left open (`error`),
+    /// the last is the rest of the text.
     Script = "Script" {
         /// ScriptStatement per statement, in order.
         statements: Py<PyList> as Vec<ScriptStatement>,
