@@ -6,9 +6,9 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
+use super::list;
 use super::results::records;
-use super::{list, text};
-use crate::facts::lex::{lex, Cur, Kind, Tok, Unlexed};
+use crate::facts::lex::{lex, Cur, Kind, Unlexed};
 
 records! {
     /// One token: its kind ("word", "quoted_ident", "string" or "punct"), its value (a name
@@ -44,47 +44,18 @@ records! {
     }
 }
 
-/// Character offsets of increasing byte offsets of `sql` (a byte that does not decode is one
-/// character, as the text was decoded with surrogateescape).
-struct Chars<'a> {
-    sql: &'a [u8],
-    ascii: bool,
-    byte: usize,
-    chars: usize,
-}
-
-impl Chars<'_> {
-    fn at(&mut self, byte: usize) -> usize {
-        if self.ascii {
-            return byte;
-        }
-        for chunk in self.sql[self.byte..byte].utf8_chunks() {
-            self.chars += chunk.valid().chars().count() + chunk.invalid().len();
-        }
-        self.byte = byte;
-        self.chars
-    }
-}
-
 /// A string token's body as MySQL reads it: `\x` pairs (`\%` and `\_` keep their backslash, for
 /// LIKE), a doubled quote of its own kind one quote.
 fn unescape(body: &[u8], quote: u8) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len());
-    let mut i = 0;
-    while i < body.len() {
-        let (c, next) = (body[i], body.get(i + 1).copied().unwrap_or(0));
-        i += if c == b'\\' || c == quote { 2 } else { 1 };
+    let (mut out, mut bytes) = (Vec::with_capacity(body.len()), body.iter().copied());
+    while let Some(c) = bytes.next() {
+        let next = (c == b'\\' || c == quote).then(|| bytes.next()).flatten();
         match (c, next) {
-            (b'\\', b'%' | b'_') => out.extend_from_slice(&[c, next]),
-            (b'\\', _) => out.push(match next {
-                b'0' => 0,
-                b'b' => 8,
-                b'n' => b'\n',
-                b'r' => b'\r',
-                b't' => b'\t',
-                b'Z' => 0x1a,
-                other => other,
-            }),
+            (b'\\', Some(n @ (b'%' | b'_'))) => out.extend([c, n]),
+            (b'\\', Some(n)) => {
+                let pair = b"0bnrtZ".iter().position(|p| *p == n);
+                out.push(pair.map_or(n, |k| b"\0\x08\n\r\t\x1a"[k]));
+            }
             _ => out.push(c),
         }
     }
@@ -112,50 +83,53 @@ pub(super) fn sql_tokens(text: &Bound<'_, PyString>, ansi_quotes: bool) -> PyRes
     let py = text.py();
     let encoded = text.call_method1("encode", ("utf-8", "surrogateescape"))?;
     let sql = encoded.cast::<PyBytes>()?.as_bytes();
-    let mut chars = Chars {
-        sql,
-        ascii: sql.is_ascii(),
-        byte: 0,
-        chars: 0,
+    // Character offsets of increasing byte offsets (a byte that does not decode is one).
+    let (ascii, mut byte, mut chars) = (sql.is_ascii(), 0, 0);
+    let mut char_at = |at: usize| {
+        let run = sql[byte..at].utf8_chunks();
+        chars += if ascii {
+            at - byte
+        } else {
+            run.map(|c| c.valid().chars().count() + c.invalid().len())
+                .sum()
+        };
+        byte = at;
+        chars
     };
     let lexed = match lex(sql) {
         Ok(lexed) => lexed,
         Err(at) => {
-            let offset = chars.at(at.at);
-            let tokens = PyList::empty(py).unbind();
+            let (tokens, offset) = (PyList::empty(py).unbind(), char_at(at.at));
+            let error = Some(message(at, offset));
             return Ok(SqlTokens {
                 tokens,
-                error: Some(message(at, offset)),
+                error,
                 error_offset: offset,
             });
         }
     };
     let cur = Cur::new(sql, &lexed.toks);
-    let name = |i: usize, t: &Tok| {
-        let punct = |j: usize, c| cur.is_punct_at(j, c);
-        ansi_quotes
-            && sql[t.start] == b'"'
-            && (punct(i + 1, b'.') || punct(i + 1, b'(') || (i > 0 && punct(i - 1, b'.')))
-    };
+    let punct = |j: usize, c| cur.is_punct_at(j, c);
     let tokens = lexed.toks.iter().enumerate().map(|(i, t)| {
         let raw = &sql[t.start..t.end];
+        let inner = || &raw[1..raw.len() - 1];
+        let name = ansi_quotes
+            && raw[0] == b'"'
+            && (punct(i + 1, b'.') || punct(i + 1, b'(') || (i > 0 && punct(i - 1, b'.')));
         let (kind, value) = match t.kind {
             Kind::Word => ("word", raw.to_vec()),
             Kind::Punct => ("punct", raw.to_vec()),
-            Kind::Quoted => (
-                "quoted_ident",
-                crate::stmt::undouble(&raw[1..raw.len() - 1]),
+            Kind::Quoted => ("quoted_ident", crate::stmt::undouble(inner())),
+            Kind::Str => (
+                if name { "quoted_ident" } else { "string" },
+                unescape(inner(), raw[0]),
             ),
-            Kind::Str => {
-                let kind = if name(i, t) { "quoted_ident" } else { "string" };
-                (kind, unescape(&raw[1..raw.len() - 1], raw[0]))
-            }
         };
-        let value = text_of(py, &value)?;
+        let value = super::text(py, &value)?.unbind();
         Ok(SqlToken {
             kind,
             value,
-            start: chars.at(t.start),
+            start: char_at(t.start),
         })
     });
     Ok(SqlTokens {
@@ -163,10 +137,6 @@ pub(super) fn sql_tokens(text: &Bound<'_, PyString>, ansi_quotes: bool) -> PyRes
         error: None,
         error_offset: 0,
     })
-}
-
-fn text_of(py: Python<'_>, bytes: &[u8]) -> PyResult<Py<PyString>> {
-    Ok(text(py, bytes)?.unbind())
 }
 
 /// The statements of a script (statements ending at `;` or the delimiter a `DELIMITER` line
