@@ -210,28 +210,16 @@ fn literal_end(sql: &[u8], open: usize, literals: Literals) -> Option<usize> {
         }
         i = stop + 2;
     }
-    let escaped = closing_quote(sql, open, true)?;
+    // Past the closing quote, read with or without backslash escapes.
+    let end = |escapes| crate::facts::lex::quoted_end(sql, open, escapes).ok();
+    let escaped = end(true)?;
     let trail = |w: &[u8]| w[0] >= 0x80 && w[1] == b'\\';
     match literals {
-        Literals::EscapedPlainBytes => Some(escaped + 1),
-        Literals::Escaped => (!sql[open + 1..escaped].windows(2).any(trail)).then_some(escaped + 1),
+        Literals::EscapedPlainBytes => Some(escaped),
+        Literals::Escaped => (!sql[open + 1..escaped - 1].windows(2).any(trail)).then_some(escaped),
         Literals::Unknown => {
-            let plain = closing_quote(sql, open, false)?;
-            (escaped == plain && !sql[open + 1..plain].windows(2).any(trail)).then_some(plain + 1)
-        }
-    }
-}
-
-/// The closing quote of the literal opening at sql[open], read with or without backslash escapes.
-fn closing_quote(sql: &[u8], open: usize, escapes: bool) -> Option<usize> {
-    let q = sql[open];
-    let mut j = open + 1;
-    loop {
-        match *sql.get(j)? {
-            b'\\' if escapes => j += 2,
-            c if c == q && sql.get(j + 1) == Some(&q) => j += 2,
-            c if c == q => return Some(j),
-            _ => j += 1,
+            let plain = end(false)?;
+            (escaped == plain && !sql[open + 1..plain - 1].windows(2).any(trail)).then_some(plain)
         }
     }
 }

@@ -115,7 +115,7 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
             }
             Kind::Word
         } else if b == b'`' || b == b'\'' || b == b'"' {
-            i = quoted_end(sql, start)?;
+            i = quoted_end(sql, start, b != b'`')?;
             if b == b'`' {
                 Kind::Quoted
             } else {
@@ -141,8 +141,9 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
 }
 
 /// The end of the quoted token opening at `start` (a string, or a name in backquotes): a doubled
-/// quote stays inside; a backslash escapes the next byte in strings only.
-pub(crate) fn quoted_end(sql: &[u8], start: usize) -> Result<usize, Unlexed> {
+/// quote stays inside; with `escapes` (a string under the default sql_mode; never a name) a
+/// backslash escapes the next byte.
+pub(crate) fn quoted_end(sql: &[u8], start: usize, escapes: bool) -> Result<usize, Unlexed> {
     let q = sql[start];
     let unclosed = Unlexed {
         at: start,
@@ -154,8 +155,8 @@ pub(crate) fn quoted_end(sql: &[u8], start: usize) -> Result<usize, Unlexed> {
             None => return Err(unclosed),
             Some(&c) if c == q && sql.get(i + 1) == Some(&q) => i += 2,
             Some(&c) if c == q => return Ok(i + 1),
-            Some(b'\\') if q != b'`' && i + 1 < sql.len() => i += 2,
-            Some(b'\\') if q != b'`' => return Err(unclosed),
+            Some(b'\\') if escapes && i + 1 < sql.len() => i += 2,
+            Some(b'\\') if escapes => return Err(unclosed),
             Some(_) => i += 1,
         }
     }

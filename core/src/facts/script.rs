@@ -64,7 +64,7 @@ pub fn split(sql: &[u8]) -> Script {
                 first = line;
             }
             let end = if matches!(b, b'\'' | b'"' | b'`') {
-                quoted_end(sql, i)
+                quoted_end(sql, i, b != b'`')
             } else {
                 Ok(i + 1)
             };
