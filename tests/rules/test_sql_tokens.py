@@ -164,3 +164,26 @@ def test_a_unicode_space_is_part_of_a_name(mariadb_factory):
     assert [t.value for t in _core.sql_tokens(sql).tokens][2:5] == ["d", ".", "\u00a0t\u3000"]
     change = parse_filter_statement("CHANGE REPLICATION FILTER REPLICATE_DO_DB = (\u00a0db)")
     assert change.changes == (("do_db", ("\u00a0db",)),)
+
+
+_quoted = st.sampled_from(["'a;b'", "'it''s'", "'x\\\\'", '"q;""q"', "`c;d`", "`e``f`", "/*!40101 x */", "'$$'", "'#'",
+                           "'-- '", "'//'", "'\n'"])
+_plain = st.sampled_from(["SELECT", "INSERT INTO t VALUES", "(1, 2)", "a.b", "x", "=", "é", "0x1f", "--x"])
+_statement = st.lists(_quoted | _plain, min_size=1, max_size=6).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_statement, st.sampled_from([";", "$$", "//"])), max_size=8))
+def test_a_script_of_statements_splits_back_into_them(items):
+    """Statements written one a line, each ended by its delimiter (DELIMITER lines switching it),
+    split back into themselves and their lines (quotes, names and versioned comments keep theirs)."""
+    script, lines, delimiter, line = "", [], ";", 1
+    for sql, wanted in items:
+        if wanted != delimiter:
+            script, delimiter, line = script + f"DELIMITER {wanted}\n", wanted, line + 1
+        script += f"{sql} {delimiter}\n"
+        lines.append(line)
+        line += 1 + sql.count("\n")
+    split = _core.split_script(script)
+    assert split.error is None
+    assert [(s.sql, s.line) for s in split.statements] == [(sql, n) for (sql, _), n in zip(items, lines)]
