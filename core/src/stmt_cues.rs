@@ -211,7 +211,7 @@ fn literal_end(sql: &[u8], open: usize, literals: Literals) -> Option<usize> {
         i = stop + 2;
     }
     // Past the closing quote, read with or without backslash escapes.
-    let end = |escapes| crate::facts::lex::quoted_end(sql, open, escapes).ok();
+    let end = |escapes| quoted_end(sql, open, escapes);
     let escaped = end(true)?;
     let trail = |w: &[u8]| w[0] >= 0x80 && w[1] == b'\\';
     match literals {
@@ -220,6 +220,22 @@ fn literal_end(sql: &[u8], open: usize, literals: Literals) -> Option<usize> {
         Literals::Unknown => {
             let plain = end(false)?;
             (escaped == plain && !sql[open + 1..plain - 1].windows(2).any(trail)).then_some(plain)
+        }
+    }
+}
+
+/// Past the end of the quoted text opening at `start` (a string, or a name in backquotes; None:
+/// it does not close): a doubled quote stays inside; with `escapes` (a string under the default
+/// sql_mode; never a name) a backslash escapes the next byte.
+pub(crate) fn quoted_end(sql: &[u8], start: usize, escapes: bool) -> Option<usize> {
+    let q = sql[start];
+    let mut i = start + 1;
+    loop {
+        match *sql.get(i)? {
+            b'\\' if escapes => i += 2,
+            c if c == q && sql.get(i + 1) == Some(&q) => i += 2,
+            c if c == q => return Some(i + 1),
+            _ => i += 1,
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use crate::stmt::name_char;
+use crate::stmt_cues::quoted_end;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -115,7 +116,10 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
             }
             Kind::Word
         } else if b == b'`' || b == b'\'' || b == b'"' {
-            i = quoted_end(sql, start, b != b'`')?;
+            i = quoted_end(sql, start, b != b'`').ok_or(Unlexed {
+                at: start,
+                opener: b,
+            })?;
             if b == b'`' {
                 Kind::Quoted
             } else {
@@ -138,28 +142,6 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
         });
     }
     Ok(Lexed { toks: out, loose })
-}
-
-/// The end of the quoted token opening at `start` (a string, or a name in backquotes): a doubled
-/// quote stays inside; with `escapes` (a string under the default sql_mode; never a name) a
-/// backslash escapes the next byte.
-pub(crate) fn quoted_end(sql: &[u8], start: usize, escapes: bool) -> Result<usize, Unlexed> {
-    let q = sql[start];
-    let unclosed = Unlexed {
-        at: start,
-        opener: q,
-    };
-    let mut i = start + 1;
-    loop {
-        match sql.get(i) {
-            None => return Err(unclosed),
-            Some(&c) if c == q && sql.get(i + 1) == Some(&q) => i += 2,
-            Some(&c) if c == q => return Ok(i + 1),
-            Some(b'\\') if escapes && i + 1 < sql.len() => i += 2,
-            Some(b'\\') if escapes => return Err(unclosed),
-            Some(_) => i += 1,
-        }
-    }
 }
 
 /// A cursor over one statement's tokens, with the Python parser's helpers (`_Statement`).

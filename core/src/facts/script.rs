@@ -4,7 +4,8 @@
 //! client leaves them out, but a versioned `/*!...*/` or `/*M!...*/` is code: kept, and cut at a
 //! delimiter inside it, as the client does.
 
-use super::lex::{quoted_end, space, Unlexed};
+use super::lex::{space, Unlexed};
+use crate::stmt_cues::quoted_end;
 
 /// A statement as the client sends it (trimmed, comments out) and the line its first character
 /// is on (1-based).
@@ -53,18 +54,22 @@ pub fn split(sql: &[u8]) -> Script {
             && next == Some(b'*')
             && !matches!(sql[i + 2..], [b'!', ..] | [b'M', b'!', ..])
         {
+            // A comment goes (one blank in its place); one left open leaves the rest as it is.
             let end = sql[i + 2..].windows(2).position(|w| w == b"*/");
-            buf.push(b' ');
-            end.map(|e| i + 2 + e + 2).ok_or(Unlexed {
+            let end = end.map(|e| i + 2 + e + 2).ok_or(Unlexed {
                 at: i,
                 opener: b'*',
-            })
+            });
+            if end.is_ok() {
+                buf.push(b' ');
+            }
+            end
         } else {
             if first == 0 && !space(b) {
                 first = line;
             }
             let end = if matches!(b, b'\'' | b'"' | b'`') {
-                quoted_end(sql, i, b != b'`')
+                quoted_end(sql, i, b != b'`').ok_or(Unlexed { at: i, opener: b })
             } else {
                 Ok(i + 1)
             };
