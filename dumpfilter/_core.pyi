@@ -886,7 +886,8 @@ class Scanner:
 @typing.final
 class Script:
     r"""
-    `split_script`: the statements of a script, up to a quote or comment left open (`error`).
+    `split_script`: the statements of a script; where a quote or comment is left open (`error`),
+    the last is the rest of the text.
     """
     @property
     def statements(self) -> builtins.list[ScriptStatement]:

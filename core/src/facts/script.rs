@@ -48,7 +48,8 @@ pub fn split(sql: &[u8]) -> Script {
         {
             // A line comment goes, the line's end stays.
             let end = sql[i..].iter().position(|c| *c == b'\n');
-            (buf.push(b'\n'), line_start = true);
+            buf.push(b'\n');
+            line_start = true;
             Ok(end.map_or(sql.len(), |e| i + e + 1))
         } else if b == b'/'
             && next == Some(b'*')
