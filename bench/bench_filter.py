@@ -372,7 +372,7 @@ def verify_workload_keys() -> dict:
     its statement facts (DDL, triggers, multi-table UPDATE and DELETE) read them, or the schema
     model may parse their text (`rules.statement_facts.parser_reads`)."""
     from dumpfilter.lab.verify import builtin_paths
-    from dumpfilter.lab.verify.sqlscript import split_statements
+    from dumpfilter.lab.verify.against_replicas import split_statements
     from dumpfilter.rules.statement_facts import parser_reads
 
     _topology, workload, seed = builtin_paths()

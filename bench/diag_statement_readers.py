@@ -5,11 +5,15 @@ one reader answers as another did (diagnostic, in process; run the same file in 
     python bench/diag_statement_readers.py corpus /tmp/corpus.jsonl      # once, in either checkout
     python bench/diag_statement_readers.py answers /tmp/corpus.jsonl OUT  # in each checkout
     python bench/diag_statement_readers.py reach /tmp/corpus.jsonl OUT    # in each checkout
+    python bench/diag_statement_readers.py texts /tmp/corpus.jsonl OUT    # in each checkout
+    python bench/diag_statement_readers.py rules OUT [TEXTS]              # drawn, then TEXTS=OUT in the other
 
 `corpus` writes (source, default db, text) per statement: the rule vectors, the fixture binlogs
 (../shared/fixtures), the verify workloads, the DDL string literals and .sql statements of the
 tests, 6,000 trigger, routine and event bodies drawn by the body reader test's strategies
-(derandomized), and the distinct unkeyed Query texts of the matrix binlogs (bench/data)."""
+(derandomized), and the distinct unkeyed Query texts of the matrix binlogs (bench/data). `texts`
+gives the policy bound's reach of every text and lint's readings of the calls in it; `rules`, the
+rule parser's answer or one-line message for 20,000 drawn CHANGE statements (derandomized)."""
 
 from __future__ import annotations
 
@@ -122,6 +126,60 @@ def reach(corpus_path: str, out_path: str) -> None:
                 out.write(json.dumps([sql[:200], db, found]) + "\n")
 
 
+def texts(corpus_path: str, out_path: str) -> None:
+    """The policy bound's reach and lint's function calls (each name called) of every text."""
+    from dumpfilter.rules.lint_divergence import called
+    from dumpfilter.rules.policy_bound import statement_reach
+    from dumpfilter.rules.schema import SchemaModel
+
+    with open(out_path, "w") as out:
+        for line in open(corpus_path):
+            _, db, sql = json.loads(line)
+            r = statement_reach(sql, db or "")
+            found = None if r is None else [sorted(r.tables), sorted(r.schemas), r.default_schema]
+            words = {w.lower() for w in re.findall(r"\w+", sql)}
+            model = SchemaModel(functions={(d, w): ((("x", w), "INSERT"),) for w in words for d in (db or "", "d")})
+            calls = called(model, sql, db or "")
+            out.write(json.dumps([sql[:200], db, found, sorted(w[0][1] for w in calls)]) + "\n")
+
+
+def rules(out_path: str, texts_path: str = "") -> None:
+    """The rule parser's answer or message per CHANGE statement: drawn (derandomized), or those of
+    `texts_path` (an earlier output, so that both checkouts read the same texts)."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from dumpfilter.errors import DumpFilterError
+    from dumpfilter.rules.parse import parse_filter_statement
+
+    def answer(text: str) -> str:
+        try:
+            return repr(parse_filter_statement(text))
+        except DumpFilterError as exc:
+            return str(exc)
+
+    with open(out_path, "w") as out:
+        if texts_path:
+            for line in open(texts_path):
+                text = json.loads(line)[0]
+                out.write(json.dumps([text, answer(text)]) + "\n")
+            return
+        pieces = ["REPLICATE_DO_DB", "REPLICATE_WILD_DO_TABLE", "REPLICATE_REWRITE_DB", "REPLICATE_DO_TABLE", " = ",
+                  "(", ")", ",", "'db.%'", "`a``b`", "`x", "'q", '"s"', "/* c */", "/* c", "-- c\n", "#c\n", "db1.t",
+                  "\u00a0", "é", " FOR CHANNEL ", "'ch'", "->", ".", "\\", "''", "``", "MASTER_HOST='h', ",
+                  "REPLICATE_DO_DB='a,b'", "REPLICATE_REWRITE_DB='a->b'", "'x\\'", "/*!50003 ", "*/", ";", " "]
+        drawn = st.lists(st.sampled_from(pieces) | st.text(max_size=2), max_size=14).map("".join)
+        heads = ["CHANGE REPLICATION FILTER ", "CHANGE REPLICATION FILTER REPLICATE_DO_DB = (",
+                 "CHANGE REPLICATION FILTER REPLICATE_WILD_DO_TABLE = (", "CHANGE MASTER TO ", "CHANGE BINLOG DO "]
+
+        @settings(max_examples=20000, deadline=None, database=None, derandomize=True,
+                  suppress_health_check=list(HealthCheck))
+        @given(st.sampled_from(heads), drawn, st.sampled_from(["", ")", ") FOR CHANNEL 'c'"]))
+        def one(head: str, tail: str, end: str) -> None:
+            out.write(json.dumps([head + tail + end, answer(head + tail + end)]) + "\n")
+
+        one()
+
+
 if __name__ == "__main__":
     sys.path.insert(0, ".")
-    {"corpus": corpus, "answers": answers, "reach": reach}[sys.argv[1]](*sys.argv[2:])
+    {"corpus": corpus, "answers": answers, "reach": reach, "texts": texts, "rules": rules}[sys.argv[1]](*sys.argv[2:])

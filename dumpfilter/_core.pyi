@@ -74,10 +74,14 @@ __all__ = [
     "ScanFault",
     "ScanResult",
     "Scanner",
+    "Script",
+    "ScriptStatement",
     "SendConfig",
     "SendResult",
     "SetColumn",
     "SplitRoute",
+    "SqlToken",
+    "SqlTokens",
     "StatementEnd",
     "StatementFacts",
     "StatementKey",
@@ -117,6 +121,8 @@ __all__ = [
     "replica_frames",
     "schema_candidates",
     "split_route",
+    "split_script",
+    "sql_tokens",
     "statement_facts",
     "statement_key",
     "statement_pieces",
@@ -878,6 +884,38 @@ class Scanner:
         """
 
 @typing.final
+class Script:
+    r"""
+    `split_script`: the statements of a script; where a quote or comment is left open (`error`),
+    the last is the rest of the text.
+    """
+    @property
+    def statements(self) -> builtins.list[ScriptStatement]:
+        r"""
+        ScriptStatement per statement, in order.
+        """
+    @property
+    def error(self) -> typing.Optional[builtins.str]: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class ScriptStatement:
+    r"""
+    A statement of a script as the client sends it, and the line it begins on (1-based).
+    """
+    @property
+    def sql(self) -> builtins.str: ...
+    @property
+    def line(self) -> builtins.int: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
 class SendConfig:
     r"""
     A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
@@ -1011,6 +1049,44 @@ class SplitRoute:
         r"""
         Units no output keeps.
         """
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class SqlToken:
+    r"""
+    One token: its kind ("word", "quoted_ident", "string" or "punct"), its value (a name
+    unquoted, a string unescaped as MySQL reads it) and its first character's offset (a quoted
+    token's opening quote).
+    """
+    @property
+    def kind(self) -> builtins.str: ...
+    @property
+    def value(self) -> str: ...
+    @property
+    def start(self) -> builtins.int: ...
+    def __len__(self) -> builtins.int: ...
+    def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
+    def __iter__(self) -> typing.Iterator[typing.Any]: ...
+    def __hash__(self) -> builtins.int: ...
+
+@typing.final
+class SqlTokens:
+    r"""
+    `sql_tokens`: the tokens of a text, or (tokens empty) the one line saying where a quote or
+    comment is left open and its offset.
+    """
+    @property
+    def tokens(self) -> builtins.list[SqlToken]:
+        r"""
+        SqlToken per token, in order.
+        """
+    @property
+    def error(self) -> typing.Optional[builtins.str]: ...
+    @property
+    def error_offset(self) -> builtins.int: ...
     def __len__(self) -> builtins.int: ...
     def __getitem__(self, index: builtins.int, /) -> typing.Any: ...
     def __iter__(self) -> typing.Iterator[typing.Any]: ...
@@ -1788,6 +1864,19 @@ def split_route(scanner: Scanner, buf: bytes, start: builtins.int, keeps: typing
     copied as it is. `schemas` (by schema: each output's schema, utf-8) gives a MySQL copy's
     BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the next unit index, a RouteOutput per output, units
     written to two counted outputs or more, units no output keeps.
+    """
+
+def split_script(text: builtins.str) -> Script:
+    r"""
+    The statements of a script (statements ending at `;` or the delimiter a `DELIMITER` line
+    sets), as the mariadb client cuts and sends them; see facts::script.
+    """
+
+def sql_tokens(text: str, ansi_quotes: builtins.bool = ...) -> SqlTokens:
+    r"""
+    The tokens of `text` (comments skipped, a versioned comment's code read as code). With
+    `ansi_quotes`, a double-quoted string next to a dot or before a parenthesis is a name
+    (`"secret"."f"(1)`: ANSI_QUOTES, which the text does not say).
     """
 
 def statement_facts(sql: bytes) -> typing.Optional[StatementFacts]:

@@ -15,6 +15,13 @@ from __future__ import annotations
 EXIT_CODE = 2  # every DumpFilterError, whatever the command
 
 
+def one_line(text: str, limit: int) -> str:
+    """A text (a statement, a rule) on one line for a message: each run of white space one space,
+    cut at `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 3] + "..."
+
+
 class DumpFilterError(Exception):
     """Base of every error dumpfilter raises on bad input or a bad request."""
 

@@ -31,8 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dumpfilter.codec import Event, EventType, Transaction
-from dumpfilter.errors import DumpFilterError
-from dumpfilter.rules.sqltokens import one_line
+from dumpfilter.errors import DumpFilterError, one_line
 from dumpfilter.rules.transaction_filter import decided_events, framing_statement
 
 if TYPE_CHECKING:

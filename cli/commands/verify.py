@@ -113,12 +113,12 @@ def run(args: argparse.Namespace) -> int:
         raise DumpFilterError(f"verify: {workload_path if seed_path is None else 'a script'} is not UTF-8 "
                               f"(byte {exc.start})") from None
     # Split here, before any server starts: a script the client could not run is one line.
-    from dumpfilter.lab.verify.sqlscript import ScriptError, split_statements
+    from dumpfilter.lab.verify.against_replicas import VerifyError, split_statements
 
     for path, text in ((workload_path, workload), (seed_path, seed)):
         try:
             split_statements(text)
-        except ScriptError as exc:
+        except VerifyError as exc:
             raise DumpFilterError(f"verify: {path}: {exc}") from None
     if args.builtin:
         from dumpfilter.topology import parse_topology

@@ -28,6 +28,7 @@ mod scan_thread;
 mod scanner;
 mod sent;
 mod split;
+mod sql_text;
 mod stmt_pieces;
 #[cfg(feature = "stubs")]
 pub(crate) mod stubs;
@@ -136,6 +137,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     scanner::add_records(m)?;
     results::add_records(m)?;
     facts::register(m)?;
+    sql_text::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(mark_slow, m)?)?;
     m.add_function(wrap_pyfunction!(class_sums, m)?)?;

@@ -21,7 +21,7 @@
 
 use std::borrow::Cow;
 
-use crate::stmt_cues::{needs_python, outside_literals, word, Cues, Literals};
+use crate::stmt_cues::{needs_python, outside_literals, quoted_end, word, Cues, Literals};
 
 pub const KIND_INSERT: u8 = 1;
 pub const KIND_REPLACE: u8 = 2;
@@ -125,30 +125,18 @@ impl<'a> Cursor<'a> {
         let s = self.s;
         let from = self.at;
         if s.get(from) == Some(&b'`') {
-            let mut i = from + 1;
-            let mut doubled = false;
-            loop {
-                match s.get(i) {
-                    None => return None,
-                    Some(b'`') if s.get(i + 1) == Some(&b'`') => {
-                        doubled = true;
-                        i += 2;
-                    }
-                    Some(b'`') => break,
-                    Some(_) => i += 1,
-                }
+            let end = quoted_end(s, from, false)?;
+            if end == from + 2 {
+                return None; // `` is no name
             }
-            if i == from + 1 {
-                return None;
-            }
-            self.at = i + 1;
-            let inner = &s[from + 1..i];
-            let name = if doubled {
+            self.at = end;
+            let inner = &s[from + 1..end - 1];
+            let name = if inner.contains(&b'`') {
                 Cow::Owned(undouble(inner))
             } else {
                 Cow::Borrowed(inner)
             };
-            return Some((&s[from..i + 1], name));
+            return Some((&s[from..end], name));
         }
         let t = self.token();
         if t.is_empty() || number_like(t) {

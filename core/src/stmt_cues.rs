@@ -188,7 +188,7 @@ pub(crate) fn outside_literals(sql: &[u8], literals: Literals) -> Cues {
 }
 
 /// Just past the literal opening at sql[open] (a `'` or `"`; a doubled quote stays inside), where
-/// it ends both with backslash escapes (MySQL's default, and `rules.sqltokens`' reading) and
+/// it ends both with backslash escapes (MySQL's default, and the facts' lexer's reading) and
 /// without (NO_BACKSLASH_ESCAPES in the Query's sql_mode; a name under ANSI_QUOTES), or None where
 /// those differ (`'O\'Brien'`) or the literal is not closed. A backslash right after a byte
 /// outside ASCII is None too: in a client character set such as sjis, gbk or big5 it may be the
@@ -210,28 +210,32 @@ fn literal_end(sql: &[u8], open: usize, literals: Literals) -> Option<usize> {
         }
         i = stop + 2;
     }
-    let escaped = closing_quote(sql, open, true)?;
+    // Past the closing quote, read with or without backslash escapes.
+    let end = |escapes| quoted_end(sql, open, escapes);
+    let escaped = end(true)?;
     let trail = |w: &[u8]| w[0] >= 0x80 && w[1] == b'\\';
     match literals {
-        Literals::EscapedPlainBytes => Some(escaped + 1),
-        Literals::Escaped => (!sql[open + 1..escaped].windows(2).any(trail)).then_some(escaped + 1),
+        Literals::EscapedPlainBytes => Some(escaped),
+        Literals::Escaped => (!sql[open + 1..escaped - 1].windows(2).any(trail)).then_some(escaped),
         Literals::Unknown => {
-            let plain = closing_quote(sql, open, false)?;
-            (escaped == plain && !sql[open + 1..plain].windows(2).any(trail)).then_some(plain + 1)
+            let plain = end(false)?;
+            (escaped == plain && !sql[open + 1..plain - 1].windows(2).any(trail)).then_some(plain)
         }
     }
 }
 
-/// The closing quote of the literal opening at sql[open], read with or without backslash escapes.
-fn closing_quote(sql: &[u8], open: usize, escapes: bool) -> Option<usize> {
-    let q = sql[open];
-    let mut j = open + 1;
+/// Past the end of the quoted text opening at `start` (a string, or a name in backquotes; None:
+/// it does not close): a doubled quote stays inside; with `escapes` (a string under the default
+/// sql_mode; never a name) a backslash escapes the next byte.
+pub(crate) fn quoted_end(sql: &[u8], start: usize, escapes: bool) -> Option<usize> {
+    let q = sql[start];
+    let mut i = start + 1;
     loop {
-        match *sql.get(j)? {
-            b'\\' if escapes => j += 2,
-            c if c == q && sql.get(j + 1) == Some(&q) => j += 2,
-            c if c == q => return Some(j),
-            _ => j += 1,
+        match *sql.get(i)? {
+            b'\\' if escapes => i += 2,
+            c if c == q && sql.get(i + 1) == Some(&q) => i += 2,
+            c if c == q => return Some(i + 1),
+            _ => i += 1,
         }
     }
 }

@@ -41,11 +41,12 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from dumpfilter import _core
+from dumpfilter.errors import one_line
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.sqltokens import LexError, one_line, tokenize
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 
@@ -278,16 +279,14 @@ def called(model: SchemaModel, sql: str, db: str) -> list[tuple[TableRef, str]]:
     lowered = sql.lower()
     if not any(name in lowered for _, name in functions):
         return []
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return []
+    tokens = _core.sql_tokens(sql).tokens
     out: list[tuple[TableRef, str]] = []
     for i, token in enumerate(tokens[:-1]):
         after = tokens[i + 1]
-        if not token.is_identifier or after.kind != "punct" or after.value != "(":
+        if token.kind not in ("word", "quoted_ident") or after.kind != "punct" or after.value != "(":
             continue
-        dotted = i >= 2 and tokens[i - 1].kind == "punct" and tokens[i - 1].value == "." and tokens[i - 2].is_identifier
+        dotted = i >= 2 and tokens[i - 1].kind == "punct" and tokens[i - 1].value == "." \
+            and tokens[i - 2].kind in ("word", "quoted_ident")
         writes = functions.get((tokens[i - 2].value if dotted else db, token.value.lower()))
         out += [write for write in writes or () if write not in out]
     return out

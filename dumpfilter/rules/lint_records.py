@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dumpfilter.errors import one_line
 from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.sqltokens import one_line
 from dumpfilter.rules.statement_info import StatementInfo
 
 

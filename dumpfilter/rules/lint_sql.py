@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
-from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter import _core
+
+_NAMES = ("word", "quoted_ident")
 
 
 def if_not_exists(sql: str) -> bool:
@@ -14,11 +16,8 @@ def if_not_exists(sql: str) -> bool:
 
 def first_row_values(sql: str) -> int | None:
     """How many values the first row of INSERT ... VALUES (...) carries; None for INSERT ... SELECT."""
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return None
-    start = next((i for i, t in enumerate(tokens) if t.is_keyword("VALUES", "VALUE")), None)
+    tokens = _core.sql_tokens(sql).tokens
+    start = next((i for i, t in enumerate(tokens) if _word(t) in ("VALUES", "VALUE")), None)
     if start is None or start + 1 >= len(tokens) or tokens[start + 1].value != "(":
         return None
     depth, count = 0, 1
@@ -39,10 +38,7 @@ def first_row_values(sql: str) -> int | None:
 def insert_column_list(sql: str) -> list[str] | None:
     """The column list of INSERT/REPLACE [INTO] tbl (cols) ...: [] when there is none (VALUES or SELECT
     follows the table name), None for INSERT ... SET or text it cannot follow."""
-    try:
-        tokens = tokenize(sql)
-    except LexError:
-        return None
+    tokens = _core.sql_tokens(sql).tokens
     i, n = 0, len(tokens)
     while i < n and not (tokens[i].kind == "word" and tokens[i].value.upper() in ("INSERT", "REPLACE")):
         i += 1
@@ -50,23 +46,27 @@ def insert_column_list(sql: str) -> list[str] | None:
     while i < n and tokens[i].kind == "word" and tokens[i].value.upper() in (
             "LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "INTO"):
         i += 1
-    if i >= n or not tokens[i].is_identifier:
+    if i >= n or tokens[i].kind not in _NAMES:
         return None
     i += 1
-    if i + 1 < n and tokens[i].kind == "punct" and tokens[i].value == "." and tokens[i + 1].is_identifier:
+    if i + 1 < n and tokens[i].kind == "punct" and tokens[i].value == "." and tokens[i + 1].kind in _NAMES:
         i += 2
-    if i >= n or tokens[i].is_keyword("PARTITION"):
+    if i >= n or _word(tokens[i]) == "PARTITION":
         return None
     if tokens[i].kind == "punct" and tokens[i].value == "(":
-        if i + 1 < n and tokens[i + 1].is_keyword("SELECT", "WITH", "VALUES"):
+        if i + 1 < n and _word(tokens[i + 1]) in ("SELECT", "WITH", "VALUES"):
             return []
         columns, j = [], i + 1
         while j < n and not (tokens[j].kind == "punct" and tokens[j].value == ")"):
-            if tokens[j].is_identifier:
+            if tokens[j].kind in _NAMES:
                 columns.append(tokens[j].value)
             j += 1
         return columns
-    if tokens[i].is_keyword("VALUES", "VALUE", "SELECT", "WITH") or (
+    if _word(tokens[i]) in ("VALUES", "VALUE", "SELECT", "WITH") or (
             tokens[i].kind == "punct" and tokens[i].value == "("):
         return []
     return None
+
+
+def _word(token: _core.SqlToken) -> str:
+    return token.value.upper() if token.kind == "word" else ""

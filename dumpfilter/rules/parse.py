@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from dumpfilter.errors import RuleError
+from dumpfilter import _core
+from dumpfilter.errors import RuleError, one_line
 from dumpfilter.rules.ruleset import (
     BINLOG_TYPES,
     REPLICATE_TYPES,
@@ -19,7 +20,6 @@ from dumpfilter.rules.ruleset import (
     option_name,
     validate_rule,
 )
-from dumpfilter.rules.sqltokens import LexError, Token, one_line, tokenize
 
 OPTION_TYPES = {option_name(rule_type): rule_type for rule_type in REPLICATE_TYPES + BINLOG_TYPES}
 CRF_TYPES = {f"REPLICATE_{rule_type.upper()}": rule_type for rule_type in REPLICATE_TYPES}
@@ -352,10 +352,10 @@ def _change_master_value(rule_type: str, raw: str) -> RuleValue:
 
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        try:
-            tokens = tokenize(value)
-        except LexError as exc:  # '\' : the quote is escaped, the string never ends
-            raise RuleError(f"CHANGE MASTER: {value[:64]!r}: {exc}") from None
+        lexed = _core.sql_tokens(value)
+        if lexed.error is not None:  # '\' : the quote is escaped, the string never ends
+            raise RuleError(f"CHANGE MASTER: {value[:64]!r}: {lexed.error}")
+        tokens = lexed.tokens
         if len(tokens) == 1 and tokens[0].kind == "string":
             return tokens[0].value
     return value
@@ -393,13 +393,13 @@ class _TokenReader:
 
     def __init__(self, text: str, statement: str):
         self.rule = statement
-        try:
-            self.tokens: list[Token] = tokenize(text)
-        except LexError as exc:
-            raise RuleError(f"{_rule_at(text, exc.offset) or statement}: {exc}") from None
+        lexed = _core.sql_tokens(text)
+        if lexed.error is not None:
+            raise RuleError(f"{_rule_at(text, lexed.error_offset) or statement}: {lexed.error}")
+        self.tokens: list[_core.SqlToken] = lexed.tokens
         self.index = 0
 
-    def peek(self) -> Token | None:
+    def peek(self) -> _core.SqlToken | None:
         return self.tokens[self.index] if self.index < len(self.tokens) else None
 
     def _fail(self, expected: str) -> NoReturn:
@@ -409,7 +409,7 @@ class _TokenReader:
 
     def expect_keyword(self, word: str) -> None:
         token = self.peek()
-        if token is None or not token.is_keyword(word):
+        if token is None or token.kind != "word" or token.value.upper() != word:
             self._fail(word)
         self.index += 1
 
@@ -426,7 +426,7 @@ class _TokenReader:
 
     def identifier(self) -> str:
         token = self.peek()
-        if token is None or not token.is_identifier:
+        if token is None or token.kind not in ("word", "quoted_ident"):
             self._fail("an identifier")
         self.index += 1
         return token.value
@@ -447,7 +447,7 @@ class _TokenReader:
 
     def for_channel(self) -> str | None:
         token = self.peek()
-        if token is None or not token.is_keyword("FOR"):
+        if token is None or token.kind != "word" or token.value.upper() != "FOR":
             return None
         self.index += 1
         self.rule = "FOR CHANNEL"

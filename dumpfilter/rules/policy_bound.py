@@ -20,8 +20,8 @@ allowed all of `mysql`. The reach of a text is everything it names, wherever it 
 One reader per form (`_reach`): the core reads single-table DML (the master walk's own check)
 and the bodies of triggers, routines and events statement by statement (the body statements it
 declines are read one by one here); every other form is read here by the general path: the
-classifier (statements.py, itself the core's where it reads the form), the tokens (sqltokens.py)
-and sqlglot.
+classifier (statements.py, itself the core's where it reads the form), the core's tokens
+(`_core.sql_tokens`) and sqlglot.
 
 What cannot be listed for sure widens the reach: a `name(` that may call a stored function, or a
 clause no parser read, reaches the default database as a whole (`default_schema`); a routine's or
@@ -41,7 +41,6 @@ from dumpfilter import _core
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import may_be_stored
-from dumpfilter.rules.sqltokens import LexError, Token, lexes, tokenize
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -88,7 +87,7 @@ def statement_reach(sql: str, default_db: str | None) -> Reach | None:
     # Under NO_BACKSLASH_ESCAPES a backslash is itself, and 'x\' ends a string the default
     # reading goes on with (the event's sql_mode is not read here): the reach is that of both
     # readings, of those the lexer can split (the server split the text one of the two ways).
-    readings = [text for text in (sql, sql.replace("\\", "\\\\")) if lexes(text)]
+    readings = [text for text in (sql, sql.replace("\\", "\\\\")) if _core.sql_tokens(text).error is None]
     reaches = [_reach_of_shape(shape(text), default) for text in readings]
     if not reaches or None in reaches:
         return None
@@ -180,11 +179,8 @@ def _text_of(name: bytes) -> str:
 
 
 def _full(sql: str, default: str, info: StatementInfo) -> Reach | None:
-    try:
-        tokens = _ansi_quotes(sql, tokenize(sql))
-    except LexError:
-        return None
-    if not tokens:
+    tokens = _core.sql_tokens(sql, ansi_quotes=True).tokens
+    if not tokens:  # (nothing, or a quote or comment left open)
         return None
     if _word(tokens, 0) == "SET" and _word(tokens, 1) == "STATEMENT":
         return _set_statement(sql, tokens, default)
@@ -205,7 +201,7 @@ def _full(sql: str, default: str, info: StatementInfo) -> Reach | None:
     return _text(sql, tokens, info, default, tables, schemas)
 
 
-def _text(sql: str, tokens: list[Token], info: StatementInfo, default: str, tables: set[TableRef], schemas: set[str]
+def _text(sql: str, tokens: list[_core.SqlToken], info: StatementInfo, default: str, tables: set[TableRef], schemas: set[str]
           ) -> Reach | None:
     """A statement without a body: the classifier's tables, then sqlglot's over the whole text
     when it may name more (a query, a qualified name not yet explained, a call)."""
@@ -248,7 +244,7 @@ def _finish(tables: set[TableRef], schemas: set[str], default_schema: bool) -> R
     return Reach(frozenset(tables), frozenset(schemas), default_schema or not (tables or schemas))
 
 
-def _set_statement(sql: str, tokens: list[Token], default: str) -> Reach | None:
+def _set_statement(sql: str, tokens: list[_core.SqlToken], default: str) -> Reach | None:
     """MariaDB's `SET STATEMENT var = value[, ...] FOR statement`: the inner statement's reach,
     with what the values name."""
     depth = 0
@@ -284,7 +280,8 @@ def _core_body(raw: bytes, info: StatementInfo) -> Reach | None:
         return None
     tables, schemas = _header(info)
     texts = (_text_of(raw[start:end]) for start, end in zip(read.starts, read.ends))
-    found, complete = _body(((text, _ansi_quotes(text, tokenize(text)), len(text)) for text in texts), body_db, trigger)
+    found, complete = _body(((text, _core.sql_tokens(text, ansi_quotes=True).tokens, len(text)) for text in texts),
+                            body_db, trigger)
     tables |= {(_text_of(t.db) if t.db is not None else body_db, _text_of(t.name)) for t in read.tables}
     return Reach(frozenset(tables | found), frozenset(schemas if complete else schemas | {body_db}))
 
@@ -299,7 +296,7 @@ def _body_db(info: StatementInfo) -> str | None:
     return None
 
 
-def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool) -> tuple[set[TableRef], bool]:
+def _body(pieces: Iterable[tuple[str, list[_core.SqlToken], int]], db: str, trigger: bool) -> tuple[set[TableRef], bool]:
     """(tables, whether every piece was read) of a body's pieces (`;` apart; each a text, its
     tokens, its end), the general reading: each from its first statement verb through sqlglot
     (unqualified names in `db`), every qualified name of a piece checked against the names its own
@@ -330,10 +327,10 @@ def _body(pieces: Iterable[tuple[str, list[Token], int]], db: str, trigger: bool
 def _parse(text: str) -> exp.Expr | None:
     """sqlglot's tree of `text` (REPLACE read as INSERT, priority modifiers left out: sqlglot reads
     neither, and neither changes the tables), or None: not parsed, or parsed only as a Command."""
-    try:
-        tokens = tokenize(text)
-    except LexError:
+    lexed = _core.sql_tokens(text)
+    if lexed.error is not None:
         return None
+    tokens = lexed.tokens
     cuts: list[tuple[int, int, str]] = []
     if _word(tokens, 0) == "REPLACE":
         cuts.append((tokens[0].start, tokens[0].start + 7, "INSERT"))
@@ -382,7 +379,7 @@ def _tree(tree: exp.Expr, default: str) -> tuple[set[TableRef], set[str], bool]:
 
 # -- token scans -----------------------------------------------------------------------------------
 
-def _qualified(tokens: Sequence[Token], known: Collection[str]) -> set[TableRef]:
+def _qualified(tokens: Sequence[_core.SqlToken], known: Collection[str]) -> set[TableRef]:
     """Every `x.y` (or `x.*`) whose x is not a name in `known`: x may be a database. Skipped:
     `@@session.x`, numbers (`1.5`), the later parts of `x.y.z`."""
     found: set[TableRef] = set()
@@ -402,7 +399,7 @@ def _qualified(tokens: Sequence[Token], known: Collection[str]) -> set[TableRef]
     return found
 
 
-def _sequences(tokens: Sequence[Token], default: str) -> set[TableRef]:
+def _sequences(tokens: Sequence[_core.SqlToken], default: str) -> set[TableRef]:
     """The sequences of NEXTVAL(s), LASTVAL(s), SETVAL(s, n), NEXT VALUE FOR s, PREVIOUS VALUE FOR s."""
     found: set[TableRef] = set()
     for i, token in enumerate(tokens):
@@ -421,7 +418,7 @@ def _sequences(tokens: Sequence[Token], default: str) -> set[TableRef]:
     return found
 
 
-def _references(tokens: Sequence[Token], default: str, info: StatementInfo) -> set[TableRef]:
+def _references(tokens: Sequence[_core.SqlToken], default: str, info: StatementInfo) -> set[TableRef]:
     """The parent tables of FOREIGN KEY ... REFERENCES and the new name of ALTER TABLE ... RENAME;
     an unqualified one in the default database and in the statement's table's (either may be it)."""
     found: set[TableRef] = set()
@@ -438,7 +435,7 @@ def _references(tokens: Sequence[Token], default: str, info: StatementInfo) -> s
     return found
 
 
-def _stored_calls(tokens: Sequence[Token], known: Collection[str]) -> bool:
+def _stored_calls(tokens: Sequence[_core.SqlToken], known: Collection[str]) -> bool:
     """Whether an unqualified `name(` may call a stored function (not a builtin, keyword, type or a
     name in `known`, such as the table before its column list)."""
     for i in range(len(tokens) - 1):
@@ -452,7 +449,7 @@ def _stored_calls(tokens: Sequence[Token], known: Collection[str]) -> bool:
     return False
 
 
-def _name_at(tokens: Sequence[Token], i: int, default: str) -> TableRef | None:
+def _name_at(tokens: Sequence[_core.SqlToken], i: int, default: str) -> TableRef | None:
     if i >= len(tokens) or tokens[i].kind not in ("word", "quoted_ident"):
         return None
     if _punct(tokens, i + 1, ".") and i + 2 < len(tokens) and tokens[i + 2].kind in ("word", "quoted_ident"):
@@ -460,17 +457,7 @@ def _name_at(tokens: Sequence[Token], i: int, default: str) -> TableRef | None:
     return default, tokens[i].value
 
 
-def _ansi_quotes(sql: str, tokens: list[Token]) -> list[Token]:
-    """Under ANSI_QUOTES "x" is a name (the event's sql_mode is not read here): a double-quoted
-    string next to a dot or before a parenthesis is taken as one (`"secret"."f"(1)`)."""
-    for i, token in enumerate(tokens):
-        if token.kind == "string" and sql[token.start] == '"' and (
-                _punct(tokens, i + 1, ".") or _punct(tokens, i + 1, "(") or (i and _punct(tokens, i - 1, "."))):
-            tokens[i] = Token("quoted_ident", token.value, token.start)
-    return tokens
-
-
-def _single(tokens: list[Token]) -> bool:
+def _single(tokens: list[_core.SqlToken]) -> bool:
     """No second statement after a `;`."""
     for i, token in enumerate(tokens):
         if token.kind == "punct" and token.value == ";":
@@ -478,11 +465,11 @@ def _single(tokens: list[Token]) -> bool:
     return True
 
 
-def _word(tokens: Sequence[Token], i: int) -> str:
+def _word(tokens: Sequence[_core.SqlToken], i: int) -> str:
     if i < len(tokens) and tokens[i].kind == "word":
         return tokens[i].value.upper()
     return ""
 
 
-def _punct(tokens: Sequence[Token], i: int, char: str) -> bool:
+def _punct(tokens: Sequence[_core.SqlToken], i: int, char: str) -> bool:
     return i < len(tokens) and tokens[i].kind == "punct" and tokens[i].value == char

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from dumpfilter.errors import RuleError
-from dumpfilter.rules.sqltokens import quote_identifier, quote_string
 
 # The seven replicate-* types in the order CHANGE REPLICATION FILTER and P_S list them.
 REPLICATE_TYPES = (
@@ -194,3 +193,13 @@ def _render_table(key: str) -> str:
     # (add_table_rule_to_hash in rpl_filter.cc also splits at the first dot).
     db, table = key.split(".", 1)
     return f"{quote_identifier(db)}.{quote_identifier(table)}"
+
+
+def quote_identifier(name: str) -> str:
+    """Backquote an identifier, doubling backquotes inside it."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def quote_string(value: str) -> str:
+    """Quote a string literal so that `_core.sql_tokens` reads back exactly `value` (backslashes doubled)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"

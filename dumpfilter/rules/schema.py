@@ -27,7 +27,7 @@ from dumpfilter import _core
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.errors import RuleError, without_password
 from dumpfilter.regular_file import read_regular
-from dumpfilter.rules.sqltokens import quote_identifier
+from dumpfilter.rules.ruleset import quote_identifier
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import statement_tables
 
@@ -94,11 +94,11 @@ class SchemaModel:
         and the dumps' `/*!50003 ... */` conditional comments are followed; other statements are ignored.
         `strict` (a user's file): a statement no schema dump holds, an unreadable table or database
         statement, or nothing created, is an error (at the first such statement: junk is not read on)."""
-        from dumpfilter.rules.sql_script import iter_script  # only a --schema file needs it (`filter`'s start)
-
         model = cls(source=source)
         current_db = ""
-        for offset, statement in iter_script(text):
+        script = _core.split_script(text)  # as the mariadb client cuts it
+        for each in script.statements:
+            statement = each.sql
             use = _USE.match(statement)
             if use:
                 current_db = use.group(1)
@@ -107,8 +107,7 @@ class SchemaModel:
             info = statement_tables(sql, current_db)  # (read once, for the check and the model)
             why = _refused(statement, sql, info, bool(model.databases or model._columns)) if strict else None
             if why:
-                line = text.count("\n", 0, offset) + 1
-                raise RuleError(f"{source}: line {line}: {why}")
+                raise RuleError(f"{source}: line {each.line}: {why}")
             model.observe(sql, current_db, info)
         if strict and not (model.databases or model._columns or model.triggers):
             raise RuleError(f"{source}: creates no database, table or trigger: not a schema dump")

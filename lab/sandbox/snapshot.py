@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.rules.sqltokens import quote_identifier
+from dumpfilter.rules.ruleset import quote_identifier
 
 from .server import MariaDBServer
 

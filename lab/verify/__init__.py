@@ -1,7 +1,7 @@
 """`dumpfilter verify`: master-side filtering checked against real MariaDB replicas.
 
 `against_replicas.Verification` starts the servers and compares each pair; `report` renders the verdicts;
-`sqlscript` splits workload scripts; `data/` holds the built-in sharp-edge workload and topology.
+`data/` holds the built-in sharp-edge workload and topology.
 """
 
 from importlib.resources.abc import Traversable

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dumpfilter import _core
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec, Topology
 from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -57,7 +58,6 @@ from dumpfilter.lab.sandbox import (
     wait_fed,
 )
 from dumpfilter.lab.verify.failure_gtids import apply_failure_gtid, gtid_at
-from dumpfilter.lab.verify.sqlscript import Statement, split_statements
 
 if TYPE_CHECKING:
     from dumpfilter.master.endpoint import MysqlEndpoint
@@ -76,6 +76,16 @@ _CLIENT_ERROR = re.compile(r"ERROR (\d+) \(([0-9A-Z]{5})\)(?: at line (\d+))?: ?
 
 class VerifyError(DumpFilterError):
     """The verification itself could not run: a bad workload, a server that would not start."""
+
+
+def split_statements(text: str) -> list[_core.ScriptStatement]:
+    """A workload's statements as the mariadb client sends them (`_core.split_script`): it runs on
+    one server session, so that `USE` persists as for an application, which piping it through the
+    client would not give. A quote or comment left open is a VerifyError."""
+    script = _core.split_script(text)
+    if script.error is not None:
+        raise VerifyError(script.error)
+    return script.statements
 
 
 @dataclass
@@ -186,7 +196,7 @@ def _server_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", text)[:40] or "slave"
 
 
-def _run_script(server: MariaDBServer, statements: Sequence[Statement], *, log_bin: bool, what: str) -> None:
+def _run_script(server: MariaDBServer, statements: Sequence[_core.ScriptStatement], *, log_bin: bool, what: str) -> None:
     """Statements in order on ONE session (USE persists); stops at the first error."""
     conn = server.connect()
     try:
@@ -219,7 +229,7 @@ class _Slot:
     notes: list[str] = field(default_factory=list)
     # The slave's replica_schema (topology): loaded on its servers instead of the seed, and lint's
     # replica side starts from it (the master's side from the seed).
-    replica_seed: list[Statement] | None = None
+    replica_seed: list[_core.ScriptStatement] | None = None
     replica_model: SchemaModel | None = None
 
 

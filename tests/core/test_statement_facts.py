@@ -185,7 +185,7 @@ def test_real_fixture_binlogs_agree(shared_fixtures):
 
 def _verify_statements():
     from dumpfilter.lab.verify import builtin_paths
-    from dumpfilter.lab.verify.sqlscript import split_statements
+    from dumpfilter.lab.verify.against_replicas import split_statements
 
     _topology, workload, seed = builtin_paths()
     out = {}

@@ -22,7 +22,6 @@ from dumpfilter.codec.scanner import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.lab.sandbox import apply_binlog
 from dumpfilter.rules.statement_info import Kind
-from dumpfilter.rules.sqltokens import lexes
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.workload import WorkloadSpec, generate
 
@@ -308,15 +307,15 @@ def _literal_statements(draw, balanced: bool = False, escaped: bool = False):
 
 
 def check_either_mode(sql: str, db: str) -> bool:
-    """`check`, or where the Python lexer (backslash escapes: the default sql_mode) leaves a
+    """`check`, or where the core's lexer (backslash escapes: the default sql_mode) leaves a
     literal open, and the server could have logged the text only under NO_BACKSLASH_ESCAPES, the
     parser's reading of it there (each backslash doubled: itself), which must give the same key. A
     text that neither reading closes is one no server logs (a syntax error): not held to anything."""
-    if lexes(sql):
+    if _core.sql_tokens(sql).error is None:
         return check(sql, db)
     plain = sql.replace("\\", "\\\\")
     key = statement_key(sql.encode("utf-8", "surrogateescape"))
-    if key is None or not lexes(plain):
+    if key is None or _core.sql_tokens(plain).error is not None:
         return False
     assert statement_key(plain.encode("utf-8", "surrogateescape")) == key, sql
     return check(plain, db)
@@ -357,7 +356,7 @@ def test_a_key_read_as_the_query_says_is_the_parsers(sql, db):
     if either is not None:  # held to the parser by the tests above
         assert key == either, sql  # reading one way keys every text both readings key, alike
     elif key is not None:
-        assert lexes(sql), sql
+        assert _core.sql_tokens(sql).error is None, sql
         assert check(sql, db, escaped=True)
 
 

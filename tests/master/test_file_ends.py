@@ -119,7 +119,7 @@ def _writes(primary, first: int, *, skipped_first: bool = True) -> None:
 def test_real_replicas_follow_a_primary_whose_files_end_every_way(mariadb_factory, tmp_path, binlog_format):
     from dumpfilter.lab.sandbox import diff_snapshots, make_replica, replica_status, snapshot, wait_caught_up
     from dumpfilter.lab.verify.against_replicas import _run_script
-    from dumpfilter.lab.verify.sqlscript import split_statements
+    from dumpfilter.lab.verify.against_replicas import split_statements
     from dumpfilter.master.serve.grpc_server import create_server
     from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 

@@ -17,7 +17,7 @@ from dumpfilter.master.serve.metrics import registry_for
 from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 from dumpfilter.lab.verify import builtin_paths
 from dumpfilter.lab.verify.against_replicas import _run_script
-from dumpfilter.lab.verify.sqlscript import split_statements
+from dumpfilter.lab.verify.against_replicas import split_statements
 
 from tests.support.mysql_replicas import point_at, wait_applied
 

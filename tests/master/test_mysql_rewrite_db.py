@@ -12,7 +12,7 @@ import pytest
 
 from dumpfilter.lab.sandbox import diff_snapshots, make_replica, replica_status, snapshot, wait_caught_up
 from dumpfilter.lab.verify.against_replicas import _run_script
-from dumpfilter.lab.verify.sqlscript import split_statements
+from dumpfilter.lab.verify.against_replicas import split_statements
 from dumpfilter.master.serve.grpc_server import create_server
 from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 

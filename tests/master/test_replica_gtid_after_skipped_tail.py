@@ -30,7 +30,7 @@ def _gtid(server, variable: str) -> str:
 def test_a_replica_ends_at_the_primarys_gtid_whatever_ends_the_binlog(mariadb_factory, tmp_path):
     from dumpfilter.lab.sandbox import diff_snapshots, snapshot
     from dumpfilter.lab.verify.against_replicas import _run_script
-    from dumpfilter.lab.verify.sqlscript import split_statements
+    from dumpfilter.lab.verify.against_replicas import split_statements
     from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
     from dumpfilter.master.serve.grpc_server import create_server
 

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import rules
-from dumpfilter.rules import schema, sqltokens, statements
+from dumpfilter.rules import schema, statements
 from dumpfilter.rules.lazy_pattern import LazyPattern, lazy_compile
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = (sqltokens, statements, schema)
+MODULES = (statements, schema)
 
 
 def lazy_patterns() -> list[tuple[str, LazyPattern]]:
@@ -41,7 +41,7 @@ PATTERNS = lazy_patterns()
 def test_the_rule_modules_hold_their_patterns_lazily():
     names = {name for name, _ in PATTERNS}
     assert len(PATTERNS) >= 7
-    assert {"dumpfilter.rules.sqltokens._TOKEN", "dumpfilter.rules.statements._DATABASE_WORD",
+    assert {"dumpfilter.rules.statements._DATABASE_WORD",
             "dumpfilter.rules.schema._SCHEMA_DDL"} <= names
     for module in MODULES:  # no compiled pattern left at module level
         assert not [n for n, v in vars(module).items() if isinstance(v, re.Pattern)], module.__name__
@@ -92,10 +92,10 @@ def test_the_first_use_compiles_once_and_keeps_the_methods():
 def test_importing_the_rules_compiles_no_pattern_and_a_statement_compiles_only_what_it_uses():
     code = """
 import sys
-from dumpfilter.rules import schema, sqltokens, statements
+from dumpfilter.rules import schema, statements
 from dumpfilter.rules.lazy_pattern import LazyPattern
 def compiled():
-    return sorted(n for m in (sqltokens, statements, schema) for n, v in vars(m).items()
+    return sorted(n for m in (statements, schema) for n, v in vars(m).items()
                   if isinstance(v, LazyPattern) and v.is_compiled)
 print(compiled())
 info = statements.statement_tables("DROP TABLE IF EXISTS `scratch_1`", "db3")

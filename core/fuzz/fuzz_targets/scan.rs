@@ -1,14 +1,14 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
 //! the assembly, verify's expected relay logs, each unit's skip forms, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
-//! text classifier, the statement facts, the parenthesis check and the policy's body reader. A crash is a panic on input.
+//! text classifier, the statement facts, the lexer's error offset, the script splitter, the parenthesis check and the policy's body reader. A crash is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use _core::assemble::{assemble, Options};
 use _core::body_reach::body_reach;
-use _core::facts::{facts, parens_close};
+use _core::facts::{facts, lex, parens_close, script};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::rename_db::DbRenames;
@@ -27,6 +27,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = plain_statement(rest); // any bytes as a statement's text
     let _ = facts(rest); // and as the statement facts' input, after each verb they read
     let _ = parens_close(rest); // and as a schema file's DDL
+    if let Err(open) = lex::lex(rest) {
+        assert!(open.at < rest.len()); // where a quote or comment is left open
+    }
+    let split = script::split(rest); // and as a script: each statement within it
+    assert!(split.statements.iter().all(|s| s.sql.len() <= rest.len() && s.line >= 1));
     let _ = dml_shape(rest); // and as a statement key's (its names, numbers where names go)
     for literals in [Literals::Escaped, Literals::EscapedPlainBytes] {
         let _ = dml_shape_read(rest, || literals); // read as a Query's status variables may say

@@ -1,9 +1,10 @@
-//! The statement facts' lexer: `rules.sqltokens.tokenize`'s tokens (comments skipped, a
-//! versioned comment's code read as code), and a cursor over them with the readers' helpers.
+//! The one lexer of statement text (comments skipped, a versioned comment's code read as code;
+//! Python reads it as `_core.sql_tokens`), and a cursor over its tokens with the readers' helpers.
 
 use std::borrow::Cow;
 
 use crate::stmt::name_char;
+use crate::stmt_cues::quoted_end;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -40,9 +41,24 @@ pub struct Lexed {
     pub loose: bool,
 }
 
-/// The tokens of every statement text (`rules.statements`' one reader), or None: a string, name
-/// or comment left open.
+/// Where a text stops lexing: the offset of the quote or `/*` left open, and its opener (`*`: a
+/// comment).
+#[derive(Debug, Clone, Copy)]
+pub struct Unlexed {
+    pub at: usize,
+    pub opener: u8,
+}
+
+/// The tokens of every statement text the facts read, or None: a string, name or comment left
+/// open, or an empty name (``: no name, MySQL refuses it).
 pub fn read(sql: &[u8]) -> Option<Lexed> {
+    let lexed = lex(sql).ok()?;
+    let empty = |t: &Tok| t.kind == Kind::Quoted && t.end - t.start == 2;
+    (!lexed.toks.iter().any(empty)).then_some(lexed)
+}
+
+/// The tokens of a text, or where it stops lexing.
+pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
     let mut out = Vec::with_capacity(sql.len() / 4 + 4);
     let (mut loose, mut versioned) = (false, 0usize);
     let mut i = 0;
@@ -70,7 +86,11 @@ pub fn read(sql: &[u8]) -> Option<Lexed> {
                 }
                 continue;
             }
-            let close = rest.windows(2).position(|w| w == b"*/")?;
+            let unclosed = Unlexed {
+                at: i,
+                opener: b'*',
+            };
+            let close = rest.windows(2).position(|w| w == b"*/").ok_or(unclosed)?;
             i += 2 + close + 2;
             continue;
         }
@@ -94,37 +114,13 @@ pub fn read(sql: &[u8]) -> Option<Lexed> {
             while i < sql.len() && (name_char(sql[i]) || sql[i] >= 0x80) {
                 i += 1;
             }
-            loose |= sql[start..i].iter().any(|c| *c >= 0x80);
             Kind::Word
         } else if b == b'`' || b == b'\'' || b == b'"' {
-            i += 1;
-            loop {
-                match sql.get(i) {
-                    None => return None,
-                    // A doubled quote stays inside; a backslash escapes in strings only.
-                    Some(&c) if c == b && sql.get(i + 1) == Some(&b) => i += 2,
-                    Some(&c) if c == b => {
-                        i += 1;
-                        break;
-                    }
-                    Some(b'\\') if b != b'`' => {
-                        if i + 1 >= sql.len() {
-                            return None;
-                        }
-                        loose |= sql[i + 1] >= 0x80;
-                        i += 2;
-                    }
-                    Some(&c) if c >= 0x80 => {
-                        loose = true; // (a name outside ASCII: Python's case rules)
-                        i += 1;
-                    }
-                    Some(_) => i += 1,
-                }
-            }
+            i = quoted_end(sql, start, b != b'`').ok_or(Unlexed {
+                at: start,
+                opener: b,
+            })?;
             if b == b'`' {
-                if i - start == 2 {
-                    return None; // `` is no name
-                }
                 Kind::Quoted
             } else {
                 Kind::Str
@@ -137,13 +133,15 @@ pub fn read(sql: &[u8]) -> Option<Lexed> {
             };
             Kind::Punct
         };
+        // (bytes outside ASCII: a name or text in Python's case rules)
+        loose |= sql[start..i].iter().any(|c| *c >= 0x80);
         out.push(Tok {
             kind,
             start,
             end: i,
         });
     }
-    Some(Lexed { toks: out, loose })
+    Ok(Lexed { toks: out, loose })
 }
 
 /// A cursor over one statement's tokens, with the Python parser's helpers (`_Statement`).

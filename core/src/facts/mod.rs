@@ -14,6 +14,7 @@ pub mod ddl;
 pub mod lex;
 mod objects;
 pub mod refs;
+pub mod script;
 pub mod trigger;
 
 pub(crate) use crate::stmt::one_of;

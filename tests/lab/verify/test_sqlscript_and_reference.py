@@ -3,11 +3,14 @@ No servers."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+
 import pytest
 
 from dumpfilter.topology import parse_topology
 from dumpfilter.lab.verify import builtin_paths, no_reference_reason
-from dumpfilter.lab.verify.sqlscript import ScriptError, split_statements
+from dumpfilter.lab.verify.against_replicas import VerifyError, split_statements
 
 
 def test_split_handles_quotes_comments_and_delimiter():
@@ -34,8 +37,24 @@ def test_split_handles_quotes_comments_and_delimiter():
 
 
 def test_split_rejects_an_unterminated_quote():
-    with pytest.raises(ScriptError):
+    with pytest.raises(VerifyError, match=r"unterminated ' quote \(statement starting on line 1\)"):
         split_statements("INSERT INTO t VALUES ('oops);\n")
+
+
+@pytest.mark.mariadb
+def test_split_cuts_as_the_mariadb_client_does(mariadb_factory):
+    """The statements are those the mariadb client (10.11) sends, as its `-vvv` echoes them: it cuts
+    at a delimiter inside a versioned comment (`/*!...*/`, `/*M!...*/`: code to it; the lab's own
+    splitter kept one whole), leaves comments out and follows DELIMITER lines."""
+    server = mariadb_factory("client-cuts")
+    script = ("SELECT 1 /*!40101 ; SELECT 2 */;\nSELECT 3 /*M!100100 ; SELECT 4 */;\nSELECT 5 /* ; */ , 6;\n"
+              "SELECT 7 -- x;\n, 8;\n# c ;\nDELIMITER //\nSELECT 'a;b', \"c\"\"//\" //\ndelimiter ;\n"
+              "SELECT `c;d` FROM (SELECT 1 AS `c;d`) x;\n")
+    run = subprocess.run(["mariadb", "-h127.0.0.1", f"-P{server.port}", "-uroot", "--force", "-vvv"], input=script,
+                         capture_output=True, text=True, timeout=60, check=False)
+    sent = re.findall(r"^-{14}\n(.*?)\n-{14}$", run.stdout, re.S | re.M)
+    assert len(sent) == 8, run.stdout
+    assert [" ".join(s.sql.split()) for s in split_statements(script)] == [" ".join(s.split()) for s in sent]
 
 
 def test_builtin_workload_covers_the_sharp_edges():

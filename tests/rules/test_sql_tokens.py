@@ -1,5 +1,5 @@
-"""The lexer and the classifier on tricky text: each token and statement as MySQL reads it (written
-out by hand), and drawn text lexed into tokens in order or refused with a LexError at its offset,
+"""The core's lexer (`_core.sql_tokens`) and the classifier on tricky text: each token and statement as
+MySQL reads it (written out by hand), and drawn text lexed into tokens in order or refused at its offset,
 drawn DDL answered, never raised. (A copy of an older lexer was the reference here: a reference
 is a real server or client, never a copy of the code.)
 """
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dumpfilter.rules.sqltokens import LexError, tokenize
+from dumpfilter import _core
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 
@@ -29,11 +29,11 @@ texts = st.lists(st.sampled_from(_PIECES) | st.text(max_size=3), max_size=30).ma
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_any_text_lexes_into_tokens_in_order_or_a_lex_error_inside_it(text):
-    try:
-        tokens = tokenize(text)
-    except LexError as error:
-        assert 0 <= error.offset <= len(text), (text, error.offset)
+    lexed = _core.sql_tokens(text)
+    if lexed.error is not None:
+        assert 0 <= lexed.error_offset <= len(text) and not lexed.tokens, (text, lexed)
         return
+    tokens = lexed.tokens
     starts = [token.start for token in tokens]
     assert starts == sorted(set(starts)), text
     for token in tokens:  # a word is its own text (a quoted one is unquoted and unescaped)
@@ -88,21 +88,21 @@ TRICKY_TOKENS = [
     ('"q""x\'\'"', [("string", "q\"x''", 0)]),
     ("j->'$.a' k->>l", [("word", "j", 0), ("punct", "->", 1), ("string", "$.a", 3), ("word", "k", 9),
                         ("punct", "->", 10), ("punct", ">", 12), ("word", "l", 13)]),
-    # A Unicode space ends nothing inside a word (the word class takes every character past U+007F).
-    ("\u00a0a\u00a0b é", [("word", "a\u00a0b", 1), ("word", "é", 5)]),
+    # A Unicode space is no space: every character past U+007F is a name's (the server's reading:
+    # test_a_unicode_space_is_part_of_a_name).
+    ("\u00a0a\u00a0b é", [("word", "\u00a0a\u00a0b", 0), ("word", "é", 5)]),
 ]
 
 
 @pytest.mark.parametrize("text,expected", TRICKY_TOKENS, ids=[t for t, _ in TRICKY_TOKENS])
 def test_tricky_tokens(text, expected):
-    assert [tuple(token) for token in tokenize(text)] == expected
+    assert [tuple(token) for token in _core.sql_tokens(text).tokens] == expected
 
 
 @pytest.mark.parametrize("text,offset", [("`a``", 0), ("x 'abc\\'", 2), ('"', 0), ("a /* b", 2), ("'a\\", 0)])
 def test_unbalanced_text_is_a_lex_error_at_its_offset(text, offset):
-    with pytest.raises(LexError) as error:
-        tokenize(text)
-    assert error.value.offset == offset
+    lexed = _core.sql_tokens(text)
+    assert lexed.error is not None and lexed.error_offset == offset and lexed.tokens == []
 
 
 TRICKY_STATEMENTS = [
@@ -147,3 +147,43 @@ def test_a_statement_that_ends_at_its_from_using_or_as_is_not_parsed(sql):
     (IndexError). Nothing follows the FROM, USING or a view's AS: not parsed, as any malformed statement."""
     info = statement_tables(sql, "db")
     assert info.kind == Kind.OTHER and not info.parse_ok
+
+
+@pytest.mark.mariadb
+def test_a_unicode_space_is_part_of_a_name(mariadb_factory):
+    """A real MariaDB 10.11 reads U+00A0 and U+3000 as a name's characters, not as blanks (every
+    character past U+007F is an identifier's in its lexer): the core's lexer reads the same name,
+    and so does the rule parser, where Python's lexer skipped them as white space."""
+    from dumpfilter.rules.parse import parse_filter_statement
+
+    server = mariadb_factory("unicode-space")
+    sql = "CREATE TABLE d.\u00a0t\u3000(a INT)"
+    server.execute(["CREATE DATABASE d", sql])
+    assert server.query("SELECT table_name AS n FROM information_schema.tables WHERE table_schema = 'd'") == [
+        {"n": "\u00a0t\u3000"}]
+    assert [t.value for t in _core.sql_tokens(sql).tokens][2:5] == ["d", ".", "\u00a0t\u3000"]
+    change = parse_filter_statement("CHANGE REPLICATION FILTER REPLICATE_DO_DB = (\u00a0db)")
+    assert change.changes == (("do_db", ("\u00a0db",)),)
+
+
+_quoted = st.sampled_from(["'a;b'", "'it''s'", "'x\\\\'", '"q;""q"', "`c;d`", "`e``f`", "/*!40101 x */", "'$$'", "'#'",
+                           "'-- '", "'//'", "'\n'"])
+_plain = st.sampled_from(["SELECT", "INSERT INTO t VALUES", "(1, 2)", "a.b", "x", "=", "é", "0x1f", "--x"])
+_statement = st.lists(_quoted | _plain, min_size=1, max_size=6).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_statement, st.sampled_from([";", "$$", "//"])), max_size=8))
+def test_a_script_of_statements_splits_back_into_them(items):
+    """Statements written one a line, each ended by its delimiter (DELIMITER lines switching it),
+    split back into themselves and their lines (quotes, names and versioned comments keep theirs)."""
+    script, lines, delimiter, line = "", [], ";", 1
+    for sql, wanted in items:
+        if wanted != delimiter:
+            script, delimiter, line = script + f"DELIMITER {wanted}\n", wanted, line + 1
+        script += f"{sql} {delimiter}\n"
+        lines.append(line)
+        line += 1 + sql.count("\n")
+    split = _core.split_script(script)
+    assert split.error is None
+    assert [(s.sql, s.line) for s in split.statements] == [(sql, n) for (sql, _), n in zip(items, lines)]
