@@ -29,24 +29,23 @@ if TYPE_CHECKING:
 
 
 def _lint(files: list[str], jobs: list[LintKey]) -> list[dict[str, Any]]:
-    from dumpfilter.binlogs.lint import lint_files
+    from dumpfilter.binlogs.lint import new_linter
+    from dumpfilter.binlogs.lint_scan import lint_scan
     from dumpfilter.rules.lint_rules import rule_warnings
     from dumpfilter.rules.schema import load_schema
 
-    out = []
-    for rules, settings, replica_schema in jobs:  # replica_schema: the topology's source, or None
-        model = load_schema(replica_schema, "replica_schema") if replica_schema is not None else None
-        breaks = lint_files([Path(f) for f in files], rules, settings, replica_schema=model)
-        out.append({"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None,
-                    "warnings": rule_warnings(rules),  # a rule that keeps no table (`db.`)
-                    # the writes a replica with these rules silently gets wrong (rules.lint_divergence)
-                    "diverges": breaks.divergence.writes, "divergence": breaks.divergence.to_json(),
-                    "divergence_lines": breaks.divergence.lines()})
-    return out
+    # One compiled scan for every rule set (binlogs.lint_scan): each unit some Linter needs decoded once.
+    found = lint_scan([Path(f) for f in files], [new_linter(rules, settings, replica_schema=load_schema(
+        replica, "replica_schema") if replica is not None else None) for rules, settings, replica in jobs])
+    return [{"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None,
+             "warnings": rule_warnings(rules),  # a rule that keeps no table (`db.`)
+             # the writes a replica with these rules silently gets wrong (rules.lint_divergence)
+             "diverges": breaks.divergence.writes, "divergence": breaks.divergence.to_json()}
+            for (rules, _, _), breaks in zip(jobs, found)]
 
 
 class LintProcess:
-    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings", "diverges", "divergence", "divergence_lines"} per (rules, settings, replica_schema)."""
+    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings", "diverges", "divergence"} per (rules, settings, replica_schema)."""
 
     def __init__(self, files: list[Path], rule_sets: list[LintKey]) -> None:
         self.keys = list(dict.fromkeys(rule_sets))
