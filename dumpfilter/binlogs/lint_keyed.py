@@ -24,6 +24,7 @@ fed touched (`Linter.touched`), or all of them when it may have changed more.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 import re
 import struct
 
@@ -136,43 +137,55 @@ class Heads:
         return found
 
 
+Key = bytes | tuple[str, _core.StatementShape]  # a keyed statement's key bytes, or a lone one's (db, shape)
+
+
 class KeyVerdicts:
-    """One Linter's verdicts by statement key (its bytes, across buffers and files), and the units
-    it answered from them (`answered`)."""
+    """One Linter's answers by statement key (its bytes, across buffers and files, or a lone
+    statement's (default database, shape)), each asked once while the state holds: its class
+    (`binlogs.lint_scan`'s safe bits), a _COLUMNS key's columns and its verdict, all forgotten by
+    the tables they read (`forget`); and the units answered from the verdicts (`answered`)."""
 
     def __init__(self, linter: Linter):
         self.linter = linter
-        # By a keyed statement's key bytes, or a lone statement's (default database, shape).
-        self.verdicts: dict[bytes | tuple[str, _core.StatementShape], Verdict | None] = {}
-        # The keys by the tables (lower case) their verdicts read; under None, the keys without one.
-        self.by_table: dict[str | None, set[bytes | tuple[str, _core.StatementShape]]] = {}
+        self.classes: dict[Key, int] = {}
+        # A _COLUMNS key's (the replica's columns, whether a list-less INSERT's count matches).
+        self.columns: dict[Key, tuple[tuple[str, ...], bool]] = {}
+        self.verdicts: dict[Key, Verdict | None] = {}
+        # The keys by the tables (lower case) their answers read; under None, the keys read from no
+        # table alone (forgotten after any change).
+        self.by_table: dict[str | None, set[Key]] = {}
         self.answered = 0
 
+    def file(self, key: Key, tables: Iterable[str] | None) -> None:
+        for table in (None,) if tables is None else tables:
+            self.by_table.setdefault(table, set()).add(key)
+
     def forget(self, tables: set[str] | None = None) -> None:
-        """The verdicts of `tables` forgotten (and the keys that had none), or all of them (None):
-        after a unit fed that changed the Linter's state (`Linter.touched`)."""
+        """The answers of `tables` forgotten (and the keys read from no table alone), or all of
+        them (None): after a unit fed that changed the Linter's state (`Linter.touched`)."""
         if tables is None:
+            self.classes.clear()
+            self.columns.clear()
             self.verdicts.clear()
             self.by_table.clear()
             return
         for table in (*tables, None):
             for key in self.by_table.pop(table, ()):
+                self.classes.pop(key, None)
+                self.columns.pop(key, None)
                 self.verdicts.pop(key, None)
 
-    def verdict(self, key: bytes | tuple[str, _core.StatementShape], kind: int, db: str, sql: str) -> Verdict | None:
-        """The verdict of `key` (a `_core.StatementKey`'s bytes, or a lone statement's (default
-        database, `statement_key` shape), of kind `kind`: KIND_*), asked of its first statement
-        (`sql` under `db`) once while the state holds; None: its statements are fed. INSERT/REPLACE
-        ... SELECT keys have none: their statements read tables of their own, which the key does
-        not name."""
+    def verdict(self, key: Key, kind: int, db: str, sql: str) -> Verdict | None:
+        """The verdict of `key` (of kind `kind`: KIND_*), asked of its first statement (`sql` under
+        `db`) once while the state holds; None: its statements are fed. INSERT/REPLACE ... SELECT
+        keys have none: their statements read tables of their own, which the key does not name."""
         if key in self.verdicts:
             return self.verdicts[key]
         verdict = None if kind in _SELECT_KINDS else self.linter.key_verdict(db, sql)
         self.verdicts[key] = verdict
-        tables = (None,) if verdict is None else \
-            {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)}
-        for table in tables:
-            self.by_table.setdefault(table, set()).add(key)
+        self.file(key, None if verdict is None else
+                  {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
         return verdict
 
     def answer(self, k: int, units: UnitList, pieces: Pieces, buf: Buffer, base: int, u: _core.UnitEntry,
