@@ -92,6 +92,7 @@ class Look:
     scanned: int = 0
     checkpoint: bytes = b""  # the follower as it stands after this look (`FollowingLint.checkpoint`), when it moved on
     diverges: int = 0  # writes a replica with these rules silently gets wrong, up to `position` (rules.lint_divergence)
+    divergence: dict[str, object] | None = None  # those writes by rule (`Divergence.to_json`)
 
 
 class FollowingLint:
@@ -196,7 +197,7 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
         found = f.linter.breaks[before:]
         del f.linter.breaks[before:]
         looks.append(Look(f.position, found[:keep], len(found) + f.dropped, read, caught_up, n, stats.bytes_scanned,
-                          diverges=f.linter.breaks.divergence.writes))
+                          diverges=f.linter.breaks.divergence.writes, divergence=f.linter.breaks.divergence.to_json()))
     return looks
 
 
