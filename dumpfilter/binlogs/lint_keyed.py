@@ -206,7 +206,7 @@ class KeyVerdicts:
             else:
                 first = pieces.keys[ids[j]]
                 verdict = self.verdict(key, key[0], decode_text(first.db), decode_text(first.sql))
-            if verdict is None:
+            if verdict is None or verdict.columns:
                 return False
             if not verdict.quiet:
                 at = pieces.queries[j]
@@ -228,7 +228,7 @@ class KeyVerdicts:
         verdict, as `answer` does a statement unit's: False (nothing done) when it has none."""
         db, sql, shape = lone
         verdict = self.verdict((db, shape), shape.kind, db, sql)
-        if verdict is None:
+        if verdict is None or verdict.columns:
             return False
         self.answered += 1
         if not verdict.quiet:
