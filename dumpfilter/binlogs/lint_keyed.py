@@ -37,6 +37,7 @@ from dumpfilter.codec.scanner import UnitList, unit_events
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_records import Verdict
 from dumpfilter.rules.lint_sql import insert_column_list
+from dumpfilter.rules.statements import statement_tables
 
 # An INSERT/REPLACE statement's head: its verb up to its first `)` (`_Lint._listed`), matched at the
 # start of its text (a keyed statement holds no comment); a head that does not check out sends its unit alone.
@@ -184,8 +185,12 @@ class KeyVerdicts:
             return self.verdicts[key]
         verdict = None if kind in _SELECT_KINDS else self.linter.key_verdict(db, sql)
         self.verdicts[key] = verdict
-        self.file(key, None if verdict is None else
-                  {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
+        if verdict is not None:
+            self.file(key, {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
+        else:  # by the tables its text names: a temporary table or a function made forgets every key
+            info = statement_tables(sql, db)
+            self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
+                      if info.parse_ok and not self.linter.primary.temps else None)
         return verdict
 
     def answer(self, k: int, units: UnitList, pieces: Pieces, buf: Buffer, base: int, u: _core.UnitEntry,
