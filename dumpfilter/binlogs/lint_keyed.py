@@ -39,20 +39,31 @@ from dumpfilter.rules.lint_records import Verdict
 from dumpfilter.rules.lint_sql import insert_column_list
 from dumpfilter.rules.statements import statement_tables
 
-# An INSERT/REPLACE statement's head: its verb up to its first `)` (`_Lint._listed`), matched at the
-# start of its text (a keyed statement holds no comment); a head that does not check out sends its unit alone.
+# An INSERT/REPLACE statement's head: its verb up to its first `)` (`insert_passes`), matched at the
+# start of its text (a keyed statement holds no comment).
 _HEAD = re.compile(rb"(?:insert|replace)\b[^)]{0,4096}\)?", re.IGNORECASE)
 # A key's first byte: its kind. INSERT/REPLACE ... SELECT keys stand for statements reading other tables.
 _SELECT_KINDS = frozenset({_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT})
 _QUERY = int(EventType.QUERY)
 _U32 = struct.Struct("<I")
 _QUERY_LENS = struct.Struct("<BHH")  # a Query's post-header from its db_len: db_len, error_code, status_vars_len
+_QUOTES = ("`", "'", '"')
 
 
-def head_passes(head: bytes, allowed: set[str], count_ok: bool) -> bool:
-    listed = None if not head.endswith(b")") or any(q in head for q in (b"`", b"'", b'"')) \
-        else insert_column_list(decode_text(head))
-    return listed is not None and (all(column.lower() in allowed for column in listed) if listed else count_ok)
+def insert_passes(sql: str, columns: tuple[str, ...], count_ok: bool, head: str | None = None) -> bool | None:
+    """Whether `_insert_shape` finds nothing wrong with an INSERT/REPLACE text against the replica's
+    `columns` (`count_ok`: whether a list-less INSERT's count matches): its column list, read off
+    `head` (its text up to its first `)`: a keyed statement holds no comment) when that is given and
+    holds no quote, else off the whole of `sql`. None: the head alone does not tell."""
+    if head is not None:
+        listed = None if any(q in head for q in _QUOTES) else insert_column_list(head)
+        if listed is None:
+            return None
+    else:
+        listed = insert_column_list(sql)
+        if listed is None:
+            return True  # INSERT ... SET, or text `_insert_shape` does not follow
+    return all(column.lower() in columns for column in listed) if listed else count_ok
 
 
 class Pieces:
@@ -100,21 +111,29 @@ class Heads:
         head = self._heads[at] = match.group().lower() if match is not None else None
         return head
 
-    def failing(self, check: bytes, columns: bytes, allowed: set[str], count_ok: bool) -> set[int]:
-        """The units of `check` (a byte per unit) with a statement of a key in `columns` (a byte per
-        key id) whose head does not pass (`head_passes`), and any whose statements are not read here."""
+    def failing(self, check: bytes, shapes: dict[int, tuple[tuple[str, ...], bool]]) -> set[int]:
+        """The units of `check` (a byte per unit) with a statement of a key of `shapes` (by key id: the
+        replica's columns, whether a list-less INSERT's count matches) that `insert_passes` does not
+        pass, each head read once, and any whose statements are not read here."""
         found: set[int] = set()
         if self.fmt is None:
             return {k for k in range(len(check)) if check[k]}
+        fmt, buf = self.fmt, self.buf
         pieces = self.pieces()
         bounds, queries, id_bytes = pieces.bounds, pieces.queries, pieces.id_bytes
-        passes: dict[bytes, bool] = {}
+        passes: dict[tuple[int, bytes], bool | None] = {}
 
-        def fails(at: int) -> bool:
-            head = self._head(at)
-            ok = passes.get(head) if head is not None else False
-            if ok is None and head is not None:
-                ok = passes[head] = head_passes(head, allowed, count_ok)
+        def fails(key_id: int, at: int) -> bool:
+            columns, count_ok = shapes[key_id]
+            head, ok = self._head(at), None
+            if head is not None and head.endswith(b")"):
+                memo = (key_id, head)
+                if memo not in passes:
+                    passes[memo] = insert_passes("", columns, count_ok, decode_text(head))
+                ok = passes[memo]
+            if ok is None:  # read off the whole text
+                text = query_text(buf, at, at + _U32.unpack_from(buf, at + 9)[0], fmt)
+                ok = text is not None and bool(insert_passes(text[1], columns, count_ok))
             return not ok
 
         k = check.find(1)
@@ -123,7 +142,7 @@ class Heads:
                 found.add(k)
             k = check.find(1, k + 1)
         # The statements of the keys in `columns`: their key ids' words found in the statements' key ids.
-        for key_id in (key_id for key_id in range(len(columns)) if columns[key_id]):
+        for key_id in shapes:
             word = key_id.to_bytes(4, "little")
             at = id_bytes.find(word)
             while at >= 0:
@@ -132,7 +151,7 @@ class Heads:
                     continue
                 j = at >> 2
                 k = bisect_right(bounds, j) - 1
-                if k < len(check) and check[k] and k not in found and fails(queries[j]):
+                if k < len(check) and check[k] and k not in found and fails(key_id, queries[j]):
                     found.add(k)
                 at = id_bytes.find(word, at + 4)
         return found

@@ -12,7 +12,7 @@ A unit the Linter is not fed is one whose feed would neither change its state no
   `stmt_units.rs`) whose every key is safe: its verdict (`Linter.key_verdict`, the one reading of a key's
   statement, asked once per key while the state holds: `binlogs.lint_keyed`) neither breaks nor diverges.
   For an INSERT/REPLACE whose columns `_insert_shape` checks where the replica's columns are known, the
-  unit's INSERT texts are looked at (`_Lint.cleared`: each distinct column list parsed once) and the unit
+  unit's INSERT texts are looked at (`Heads.failing`: each distinct column list parsed once) and the unit
   is fed only when one may break. Lone keyed DML likewise.
 A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act on DDL
 only), so the safe bits stay right across such units. Every other unit (DDL, control events, statements the
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import distinct_paths, file_error, naming, open_binlog
-from dumpfilter.binlogs.lint_keyed import Heads, Key, KeyVerdicts
+from dumpfilter.binlogs.lint_keyed import Heads, Key, KeyVerdicts, insert_passes
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -47,7 +47,6 @@ from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_divergence import Breaks
 from dumpfilter.rules.lint_records import Verdict
-from dumpfilter.rules.lint_sql import insert_column_list
 
 READ_BYTES = 4 << 20  # one read buffer
 _QUERY = int(EventType.QUERY)
@@ -56,9 +55,6 @@ _NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
 # A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
 # list or count `_insert_shape` checks against the replica's columns (each statement looked at).
 _SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
-_QUOTES = ("`", "'", '"')
-_LISTS_KEPT = 10_000  # column-list texts remembered per Linter
-_MISSING = object()
 # `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
 _Shape = _core.StatementShape
 
@@ -67,9 +63,8 @@ _Shape = _core.StatementShape
 class LintScanStats:
     """What one scan did: `scans` files read (each once, whatever the number of linters),
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
-    that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
-    looked at one at a time per linter (fed only when one fails), `bulk` those cleared by their
-    INSERT heads, each read once (`Heads`), `refreshes` how often each linter's safe bits
+    that needs them), `fed` units fed per linter, `bulk` keyed units whose INSERT texts were
+    looked at and cleared (each head read once, `Heads`), `refreshes` how often each linter's safe bits
     were asked (once per buffer, and once per window of units after a state change), `answered`
     the keyed units answered per linter from their keys' verdicts, not fed (binlogs.lint_keyed),
     `bytes_scanned` the bytes read and scanned."""
@@ -79,7 +74,6 @@ class LintScanStats:
     decoded: int = 0
     bytes_scanned: int = 0  # read and scanned (a file's kept scan is neither: binlogs.scan_index)
     fed: list[int] | None = None
-    checked: list[int] | None = None
     bulk: list[int] | None = None  # keyed units whose INSERT heads checked out together, none alone
     refreshes: list[int] | None = None
     answered: list[int] | None = None
@@ -92,14 +86,11 @@ class _Lint(KeyVerdicts):
     def __init__(self, linter: Linter):
         super().__init__(linter)
         self.names: bytearray = bytearray()   # 1: unsafe, by name id
-        self.lists: dict[str, list[str] | None] = {}
         self.ids_by_table: dict[str, list[int]] = {}  # name ids by table name (lower case), for `invalidate`
         self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
-        self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
-        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed, as asked (`_bulk_cleared`)
-        self.bulk = 0       # check units cleared by their heads, none looked at alone
+        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed, as asked (`refresh`)
+        self.bulk = 0       # keyed units cleared by their INSERTs' column lists
         self.fed = 0
-        self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
         self.refreshes = 0
         self.first_break = False  # once it has a break, fed only what may diverge (`quiet`)
@@ -165,59 +156,20 @@ class _Lint(KeyVerdicts):
             return _COLUMNS
         return _SAFE if verdict.problem is None else _UNSAFE  # (a DML statement changes no state)
 
-    def cleared(self, k: int, buf: Buffer, start: int, end: int, fmt: FormatDescription | None) -> bool:
-        """Whether unit k, a keyed unit with INSERT columns to check, checks out (then not fed)."""
-        if not (self.check and self.check[k]) or fmt is None:
-            return False
-        self.checked += 1
-        at = start
-        while at < end:
-            size = int.from_bytes(buf[at + 9:at + 13], "little")
-            if buf[at + 4] == _QUERY:
-                text = query_text(buf, at, at + size, fmt)
-                if text is None:
-                    return False
-                db, sql = text
-                shape = statement_key(sql.encode("utf-8", "surrogateescape"))
-                if shape is not None and not self.statement_safe(db, sql, shape):
-                    return False
-            at += size
-        return True
-
     def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
         """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
         key = (db, shape)
         cls = self.key_class(key, shape.kind, db, sql)
         if cls != _COLUMNS:
             return cls == _SAFE
-        replica_columns, count_ok = self.columns[key]
-        listed = self._listed(sql)
-        if listed is None:
-            return True  # INSERT ... SET, or text `_insert_shape` does not follow
-        if listed:
-            return all(column.lower() in replica_columns for column in listed)
-        return count_ok
-
-    def _listed(self, sql: str) -> list[str] | None:
-        """`insert_column_list(sql)`, read off the text up to its first `)` when nothing there is
-        quoted (a keyed statement holds no comment: the tokens there are the whole text's)."""
-        cut = sql.find(")")
-        head = sql[:cut + 1] if cut >= 0 else sql
-        if any(q in head for q in _QUOTES):
-            return insert_column_list(sql)
-        found = self.lists.get(head, _MISSING)
-        if found is _MISSING:
-            found = insert_column_list(head)
-            if found is None:
-                found = insert_column_list(sql)
-            if len(self.lists) < _LISTS_KEPT:
-                self.lists[head] = found
-        return found  # type: ignore[return-value]
+        columns, count_ok = self.columns[key]
+        passes = insert_passes(sql, columns, count_ok, sql[:sql.find(")") + 1] or sql)
+        return bool(insert_passes(sql, columns, count_ok) if passes is None else passes)
 
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
                 keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
         """The unsafe bytes for every name and key of this buffer, and which units the Linter
-        must be fed (`need`) or have their INSERTs looked at (`check`), one byte per unit."""
+        must be fed (`need`, one byte per unit)."""
         self.refreshes += 1
         have = len(self.names)
         if have < len(names):
@@ -234,33 +186,20 @@ class _Lint(KeyVerdicts):
                 cls = self.key_class(key, key[0], decode_text(db), decode_text(sql))
             bad[key_id] = cls == _UNSAFE
             columns[key_id] = cls == _COLUMNS
-        need = units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED)
-        self.check = b""
+        need = bytearray(units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED))
         if any(columns):
-            # Keyed units with no unsafe key but a key whose INSERTs have columns to check.
+            # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
+            # statements do not all pass (`Heads.failing`) are fed.
             looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
-            if any(check) and self.heads is not None:
-                check = self._bulk_cleared(check, bytes(columns),
-                                           [self.columns[key] for key_id, key, _, _ in keys if columns[key_id]])
             if any(check):
-                self.check = check
-                need = (int.from_bytes(need, "little") | int.from_bytes(check, "little")).to_bytes(len(need), "little")
-        self.need = need
-
-    def _bulk_cleared(self, check: bytes, column_keys: bytes, shapes: list[tuple[tuple[str, ...], bool]]) -> bytes:
-        """`check` less the units whose statements of a _COLUMNS key (`column_keys`, by key id) have INSERT
-        heads (`Heads`: no quote, the list in every _COLUMNS key's columns, or no list and every count
-        matching) that pass `statement_safe` whatever their keys."""
-        heads = self.heads
-        assert heads is not None  # (set by _lint_units)
-        allowed = set(shapes[0][0]).intersection(*(columns for columns, _ in shapes[1:]))
-        count_ok = all(ok for _, ok in shapes)
-        kept = bytearray(len(check))
-        for k in heads.failing(check, column_keys, allowed, count_ok):
-            kept[k] = check[k]
-        self.bulk += sum(check) - sum(kept)
-        return bytes(kept)
+                assert self.heads is not None  # (set by _lint_units)
+                failing = self.heads.failing(check, {key_id: self.columns[key] for key_id, key, _, _ in keys
+                                                     if columns[key_id]})
+                self.bulk += sum(check) - len(failing)
+                for k in failing:
+                    need[k] = 1
+        self.need = bytes(need)
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
@@ -288,7 +227,6 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
                 linter.breaks.cut = exc
             break
     stats.fed = [lint.fed for lint in lints]
-    stats.checked = [lint.checked for lint in lints]
     stats.bulk = [lint.bulk for lint in lints]
     stats.refreshes = [lint.refreshes for lint in lints]
     stats.answered = [lint.answered for lint in lints]
@@ -491,8 +429,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
             fed = [lint for lint in lints if (lint.horizon >= k or lint.need[k]) and not lint.statement_safe(*lone)]
             changes = False
         else:
-            fed = [lint for lint in lints if lint.horizon >= k
-                   or (lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt))]
+            fed = [lint for lint in lints if lint.horizon >= k or lint.need[k]]
             changes = structural[k] == ROW_SLOW
         wanted = fed
         if fed and lone is not None and fmt is not None:  # answered from its shape's verdict?
