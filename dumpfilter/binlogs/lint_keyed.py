@@ -50,16 +50,19 @@ _QUERY_LENS = struct.Struct("<BHH")  # a Query's post-header from its db_len: db
 _QUOTES = ("`", "'", '"')
 
 
-def insert_passes(sql: str, columns: tuple[str, ...], count_ok: bool, head: str | None = None) -> bool | None:
-    """Whether `_insert_shape` finds nothing wrong with an INSERT/REPLACE text against the replica's
-    `columns` (`count_ok`: whether a list-less INSERT's count matches): its column list, read off
-    `head` (its text up to its first `)`: a keyed statement holds no comment) when that is given and
-    holds no quote, else off the whole of `sql`. None: the head alone does not tell."""
-    if head is not None:
-        listed = None if any(q in head for q in _QUOTES) else insert_column_list(head)
-        if listed is None:
-            return None
-    else:
+def head_list(head: str | None) -> list[str] | None:
+    """An INSERT/REPLACE's column list read off its head (its text up to its first `)`: a keyed
+    statement holds no comment); None where the head does not tell (quoted, cut, no list in it)."""
+    if not head or not head.endswith(")") or any(q in head for q in _QUOTES):
+        return None
+    return insert_column_list(head)
+
+
+def insert_passes(sql: str, columns: tuple[str, ...], count_ok: bool, listed: list[str] | None = None) -> bool:
+    """Whether `_insert_shape` finds nothing wrong with an INSERT/REPLACE against the replica's
+    `columns` (`count_ok`: whether a list-less INSERT's count matches): its column list `listed`
+    (read off its head), else read off the whole of `sql`."""
+    if listed is None:
         listed = insert_column_list(sql)
         if listed is None:
             return True  # INSERT ... SET, or text `_insert_shape` does not follow
@@ -121,19 +124,19 @@ class Heads:
         fmt, buf = self.fmt, self.buf
         pieces = self.pieces()
         bounds, queries, id_bytes = pieces.bounds, pieces.queries, pieces.id_bytes
-        passes: dict[tuple[int, bytes], bool | None] = {}
+        listed_of: dict[bytes | None, list[str] | None] = {}  # a head's column list (None: it does not tell)
 
-        def fails(key_id: int, at: int) -> bool:
-            columns, count_ok = shapes[key_id]
-            head, ok = self._head(at), None
-            if head is not None and head.endswith(b")"):
-                memo = (key_id, head)
-                if memo not in passes:
-                    passes[memo] = insert_passes("", columns, count_ok, decode_text(head))
-                ok = passes[memo]
-            if ok is None:  # read off the whole text
-                text = query_text(buf, at, at + _U32.unpack_from(buf, at + 9)[0], fmt)
-                ok = text is not None and bool(insert_passes(text[1], columns, count_ok))
+        def fails(at: int, columns: tuple[str, ...], count_ok: bool, memo: dict[bytes | None, bool]) -> bool:
+            head = self._head(at)
+            ok = memo.get(head)
+            if ok is None:
+                if head not in listed_of:
+                    listed_of[head] = head_list(decode_text(head)) if head is not None else None
+                listed = listed_of[head]
+                if listed is None:  # the head does not tell: read off the whole text
+                    text = query_text(buf, at, at + _U32.unpack_from(buf, at + 9)[0], fmt)
+                    return text is None or not insert_passes(text[1], columns, count_ok)
+                ok = memo[head] = insert_passes("", columns, count_ok, listed)
             return not ok
 
         k = check.find(1)
@@ -142,7 +145,8 @@ class Heads:
                 found.add(k)
             k = check.find(1, k + 1)
         # The statements of the keys in `columns`: their key ids' words found in the statements' key ids.
-        for key_id in shapes:
+        for key_id, (columns, count_ok) in shapes.items():
+            memo: dict[bytes | None, bool] = {}  # by head: whether it passes this key's columns
             word = key_id.to_bytes(4, "little")
             at = id_bytes.find(word)
             while at >= 0:
@@ -151,7 +155,7 @@ class Heads:
                     continue
                 j = at >> 2
                 k = bisect_right(bounds, j) - 1
-                if k < len(check) and check[k] and k not in found and fails(key_id, queries[j]):
+                if k < len(check) and check[k] and k not in found and fails(queries[j], columns, count_ok, memo):
                     found.add(k)
                 at = id_bytes.find(word, at + 4)
         return found
@@ -206,7 +210,7 @@ class KeyVerdicts:
         self.verdicts[key] = verdict
         if verdict is not None:
             self.file(key, {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
-        else:  # by the tables its text names: a temporary table or a function made forgets every key
+        else:  # by the tables its text names (as its class is): a temporary table or a function made forgets all
             info = statement_tables(sql, db)
             self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
                       if info.parse_ok and not self.linter.primary.temps else None)
@@ -230,7 +234,7 @@ class KeyVerdicts:
             else:
                 first = pieces.keys[ids[j]]
                 verdict = self.verdict(key, key[0], decode_text(first.db), decode_text(first.sql))
-            if verdict is None or verdict.columns:
+            if verdict is None:
                 return False
             if not verdict.quiet:
                 at = pieces.queries[j]
@@ -252,7 +256,7 @@ class KeyVerdicts:
         verdict, as `answer` does a statement unit's: False (nothing done) when it has none."""
         db, sql, shape = lone
         verdict = self.verdict((db, shape), shape.kind, db, sql)
-        if verdict is None or verdict.columns:
+        if verdict is None:
             return False
         self.answered += 1
         if not verdict.quiet:

@@ -171,9 +171,9 @@ class Linter(ReplicaServer):
         database `db`) with the state as it is, for `act`, while the state holds (no DDL fed since).
         None where statements of one key may be read otherwise: rules that do not decide statements
         by key, a temporary table of some session (it may shadow the key's table), a text that is not a
-        single-table write, a stored function either side knows (a text of the key may call it), an
-        INSERT into a table with UPDATE triggers (a text may be an upsert); `columns` set for an
-        INSERT/REPLACE whose column list or count `_insert_shape` checks (its problem is the text's). The
+        single-table write, an INSERT/REPLACE whose column list or count `_insert_shape` checks, a
+        stored function either side knows (a text of the key may call it), an INSERT into a table with
+        UPDATE triggers (a text may be an upsert). The
         statements it answers change no state, applied or not (`_skipped`, `_kept` and the models act
         on DDL only): a unit's statements after its break leave nothing."""
         if not self.engine.keys_statements or self.primary.temps or self.replica.temps or self.calls_functions:
@@ -183,15 +183,16 @@ class Linter(ReplicaServer):
         for info in (verdict.primary, verdict.replica):
             if info.kind not in _KEYED or not info.parse_ok or info.temporary or info.read or len(info.updated) != 1:
                 return None
-        columns = decision.apply and verdict.primary.kind in (Kind.INSERT, Kind.REPLACE) \
-            and self._shape_known(verdict.replica.updated[0])
+        if decision.apply and verdict.primary.kind in (Kind.INSERT, Kind.REPLACE) \
+                and self._shape_known(verdict.replica.updated[0]):
+            return None
         if verdict.primary.kind is Kind.INSERT and any(
                 side.model.triggers and side.model.triggers_on(info.updated[0], "UPDATE")
                 for side, info in ((self.primary, verdict.primary), (self.replica, verdict.replica))):
             return None  # a text of the key may be INSERT ... ON DUPLICATE KEY UPDATE: its UPDATE triggers fire
         counted = Divergence(self.engine.rules)  # whether `note` counts its statements: asked of `note`
         counted.note(self, "", None, 0, sql, db, verdict.primary, decision, 0, verdict.replica)
-        return dataclasses.replace(verdict, notes=bool(counted.groups), columns=columns)
+        return dataclasses.replace(verdict, notes=bool(counted.groups))
 
     @property
     def calls_functions(self) -> bool:

@@ -63,8 +63,7 @@ class Verdict:
     the replica's applier uses and the statement's tables on each side, and, for a statement the
     replica applies, the error it stops with (errno, message, cause; None: it runs). `notes`:
     whether the divergence check may count it (`Divergence.note`; False only where known not to:
-    `Linter.key_verdict`). `columns`: an INSERT/REPLACE the replica applies whose column list or
-    count `_insert_shape` checks against the replica's columns, text by text: not read off one."""
+    `Linter.key_verdict`)."""
 
     decision: Decision
     replica_db: str
@@ -72,7 +71,6 @@ class Verdict:
     replica: StatementInfo
     problem: tuple[int, str, Cause | None] | None
     notes: bool = True
-    columns: bool = False
 
     @property
     def quiet(self) -> bool:
