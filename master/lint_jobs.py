@@ -56,7 +56,7 @@ MiB = 1 << 20
 # The most one look of lint reads: the first look reads the whole binlog, so a binlog holding more
 # is not linted at Register (the warning says so); each later look reads what was appended since,
 # at most this much, and the next look goes on from there. A look reads the compiled scan and
-# feeds the Linter only the units that may matter (binlogs.lint_follow.FollowScan): about 1.1 GB of
+# feeds the Linter only the units that may matter (binlogs.lint.FollowingLint): about 1.1 GB of
 # ROW binlog per CPU second, 60 MB of MIXED with a break in every eighth transaction; it was 64
 # MiB while every unit went through Python (about 2 MB per CPU second).
 # `master serve --lint-max-mb` sets it; 0 turns lint off.

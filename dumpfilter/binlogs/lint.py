@@ -12,10 +12,10 @@ from pathlib import Path
 from dumpfilter.codec import BinlogReader, Transaction, group_transactions
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import DEFAULT_CHUNK
+from dumpfilter.codec.scanner import Scanner
 from dumpfilter.errors import BinlogError
 from dumpfilter.binlogs.files import file_error, open_binlog
-from dumpfilter.binlogs.lint_follow import FollowScan, follow_read
-from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
+from dumpfilter.binlogs.lint_scan import LintScanStats, _feed, _feed_kept, _Lint, lint_scan
 from dumpfilter.binlogs.scan_index import ScanIndex
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.lint import Break, Linter
@@ -92,19 +92,27 @@ class Look:
     scanned: int = 0
     checkpoint: bytes = b""  # the follower as it stands after this look (`FollowingLint.checkpoint`), when it moved on
     diverges: int = 0  # writes a replica with these rules silently gets wrong, up to `position` (rules.lint_divergence)
+    divergence: dict[str, object] | None = None  # those writes by rule (`Divergence.to_json`)
 
 
 class FollowingLint:
     """Lint over a binlog that grows: each `look` feeds the Linter only the whole units written since
-    the last one, from where that one stopped. Memory: the Linter's schema models and the one unit
-    being read (never the binlog, never the breaks beyond those a look hands back)."""
+    the last one, from where that one stopped, with `lint_scan`'s compiled scan and feed (only the
+    units that may matter decoded). Memory: the Linter's schema models and the one unit being read
+    (never the binlog, never the breaks beyond those a look hands back)."""
 
     def __init__(self, linter: Linter, *, verify_checksums: bool = True, chunk_size: int = DEFAULT_CHUNK,
                  index: ScanIndex | None = None):
         self.linter = linter
         self.verify_checksums = verify_checksums
         self.chunk_size = chunk_size
-        self._scan = FollowScan(linter, verify_checksums, index)
+        self.lint = _Lint(linter)
+        self.index = index  # whole closed files' scans, kept for every reader from their start
+        # (the Linter's breaks before this look, how many of the look's to keep): the rest are
+        # counted in `dropped` and let go after each buffer, so that a look over a binlog where
+        # most units break holds `keep` breaks, not one per unit
+        self.cap = (0, 1 << 62)
+        self.dropped = 0
         self.file: str | None = None          # the file being read
         self.pos = 0                          # the end of its last whole unit fed (0: not opened)
         self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
@@ -129,7 +137,14 @@ class FollowingLint:
     def place(self) -> tuple[str | None, int, bool, int, int]:
         """Where the next look starts and how it reads: FollowingLints at the same place look
         together (`look_together`)."""
-        return self.file, self.pos, self.verify_checksums, self.chunk_size, id(self._scan.index)
+        return self.file, self.pos, self.verify_checksums, self.chunk_size, id(self.index)
+
+    def _trim(self) -> None:
+        breaks, (before, keep) = self.linter.breaks, self.cap
+        extra = len(breaks) - before - keep
+        if extra > 0:  # between units: a unit's own later statements read its break (Linter.feed)
+            self.dropped += extra
+            del breaks[before + keep:]
 
     def look(self, files: Sequence[tuple[str | Path, int]], budget: int, keep: int = 5) -> Look:
         """Read on through `files` ((path, size) in binlog order, each read only up to its size) for
@@ -159,16 +174,16 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
     i = names.index(lead.file)
     read = 0
     befores = [len(f.linter.breaks) for f in followings]
-    scanned = lead._scan.stats.bytes_scanned
+    stats = LintScanStats()
     for f, before in zip(followings, befores):
-        f._scan.cap, f._scan.dropped = (before, keep), 0
+        f.cap, f.dropped = (before, keep), 0
     caught_up = False
     while True:
         path, size = paths[i]
         last = i == len(paths) - 1
         reached = lead.pos >= size
         if not reached:
-            n, reached = _read(followings, path, size, budget - read, final=not last)
+            n, reached = _read(followings, path, size, budget - read, not last, stats)
             read += n
         if last or lead.pos < size:
             caught_up = last and reached
@@ -177,13 +192,12 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
             break
         i += 1
         _move(followings, names[i])
-    scanned = lead._scan.stats.bytes_scanned - scanned
     looks = []
     for n, (f, before) in enumerate(zip(followings, befores)):
         found = f.linter.breaks[before:]
         del f.linter.breaks[before:]
-        looks.append(Look(f.position, found[:keep], len(found) + f._scan.dropped, read, caught_up, n, scanned,
-                          diverges=f.linter.breaks.divergence.writes))
+        looks.append(Look(f.position, found[:keep], len(found) + f.dropped, read, caught_up, n, stats.bytes_scanned,
+                          diverges=f.linter.breaks.divergence.writes, divergence=f.linter.breaks.divergence.to_json()))
     return looks
 
 
@@ -192,19 +206,35 @@ def _move(followings: Sequence[FollowingLint], name: str) -> None:
         f.file, f.pos, f.fmt = name, 0, None
 
 
-def _read(followings: Sequence[FollowingLint], path: Path, size: int, budget: int, final: bool) -> tuple[int, bool]:
-    """Feeds the whole units of `path` from their place up to `size` (binlogs.lint_follow.follow_read:
-    the compiled scan, only the units that may matter decoded); stops after the chunk that
-    passes `budget` once a unit was fed. Returns the bytes read and whether they reached `size`
-    (the bytes after the place then are a unit still being written: read, not yet fed)."""
+def _read(followings: Sequence[FollowingLint], path: Path, size: int, budget: int, final: bool,
+          stats: LintScanStats) -> tuple[int, bool]:
+    """Feeds the whole units of `path` from their place up to `size` (`lint_scan`'s `_feed`, or
+    `_feed_kept` over the file's kept scan from its start: one read and one scan for all of them);
+    stops after the chunk that passes `budget` once a unit was fed. `final`: the file is left behind
+    (a later one exists): what it ends inside is fed as `lint_files` does, a partial event is an
+    error. Returns the bytes read and whether they reached `size` (the bytes after the place then
+    are a unit still being written: read, not yet fed)."""
     lead = followings[0]
     name = path.name
-    start = lead.pos
+    start, index = lead.pos, lead.index
     # Chunks no larger than the budget (above 64 KiB): a look reads about its budget.
     chunk = min(lead.chunk_size, max(budget, MIN_CHUNK))
+    lints = [f.lint for f in followings]
+
+    def trim() -> None:
+        for f in followings:
+            f._trim()
+
     try:
-        read, reached, pos, fmt = follow_read([f._scan for f in followings], path, start, size, lead.fmt, budget,
-                                              chunk, final)
+        made = index.scans if index is not None else 0
+        kept = index.get(path, size, lead.verify_checksums, final, chunk) if index is not None and start == 0 else None
+        if kept is not None:
+            if index is not None and index.scans > made:  # scanned now, out of the mapping
+                stats.bytes_scanned += size
+            read, reached, pos, fmt = _feed_kept(path, kept, lints, budget, final, stats, trim)
+        else:
+            read, reached, pos, fmt = _feed(path, lints, Scanner(str(path), verify_checksums=lead.verify_checksums),
+                                            start, size, lead.fmt, budget, chunk, final, stats, trim)
     except OSError as exc:  # (a .gz file's bad data is open_binlog's BinlogError already)
         raise file_error(exc, path) from None
     if final and reached:  # a file left behind, read to its end: what it ended inside was fed

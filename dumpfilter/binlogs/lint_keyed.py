@@ -24,6 +24,7 @@ fed touched (`Linter.touched`), or all of them when it may have changed more.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterable
 import re
 import struct
 
@@ -36,21 +37,36 @@ from dumpfilter.codec.scanner import UnitList, unit_events
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_records import Verdict
 from dumpfilter.rules.lint_sql import insert_column_list
+from dumpfilter.rules.statements import statement_tables
 
-# An INSERT/REPLACE statement's head: its verb up to its first `)` (`_Lint._listed`), matched at the
-# start of its text (a keyed statement holds no comment); a head that does not check out sends its unit alone.
+# An INSERT/REPLACE statement's head: its verb up to its first `)` (`insert_passes`), matched at the
+# start of its text (a keyed statement holds no comment).
 _HEAD = re.compile(rb"(?:insert|replace)\b[^)]{0,4096}\)?", re.IGNORECASE)
 # A key's first byte: its kind. INSERT/REPLACE ... SELECT keys stand for statements reading other tables.
 _SELECT_KINDS = frozenset({_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT})
 _QUERY = int(EventType.QUERY)
 _U32 = struct.Struct("<I")
 _QUERY_LENS = struct.Struct("<BHH")  # a Query's post-header from its db_len: db_len, error_code, status_vars_len
+_QUOTES = ("`", "'", '"')
 
 
-def head_passes(head: bytes, allowed: set[str], count_ok: bool) -> bool:
-    listed = None if not head.endswith(b")") or any(q in head for q in (b"`", b"'", b'"')) \
-        else insert_column_list(decode_text(head))
-    return listed is not None and (all(column.lower() in allowed for column in listed) if listed else count_ok)
+def head_list(head: str | None) -> list[str] | None:
+    """An INSERT/REPLACE's column list read off its head (its text up to its first `)`: a keyed
+    statement holds no comment); None where the head does not tell (quoted, cut, no list in it)."""
+    if not head or not head.endswith(")") or any(q in head for q in _QUOTES):
+        return None
+    return insert_column_list(head)
+
+
+def insert_passes(sql: str, columns: tuple[str, ...], count_ok: bool, listed: list[str] | None = None) -> bool:
+    """Whether `_insert_shape` finds nothing wrong with an INSERT/REPLACE against the replica's
+    `columns` (`count_ok`: whether a list-less INSERT's count matches): its column list `listed`
+    (read off its head), else read off the whole of `sql`."""
+    if listed is None:
+        listed = insert_column_list(sql)
+        if listed is None:
+            return True  # INSERT ... SET, or text `_insert_shape` does not follow
+    return all(column.lower() in columns for column in listed) if listed else count_ok
 
 
 class Pieces:
@@ -98,21 +114,29 @@ class Heads:
         head = self._heads[at] = match.group().lower() if match is not None else None
         return head
 
-    def failing(self, check: bytes, columns: bytes, allowed: set[str], count_ok: bool) -> set[int]:
-        """The units of `check` (a byte per unit) with a statement of a key in `columns` (a byte per
-        key id) whose head does not pass (`head_passes`), and any whose statements are not read here."""
+    def failing(self, check: bytes, shapes: dict[int, tuple[tuple[str, ...], bool]]) -> set[int]:
+        """The units of `check` (a byte per unit) with a statement of a key of `shapes` (by key id: the
+        replica's columns, whether a list-less INSERT's count matches) that `insert_passes` does not
+        pass, each head read once, and any whose statements are not read here."""
         found: set[int] = set()
         if self.fmt is None:
             return {k for k in range(len(check)) if check[k]}
+        fmt, buf = self.fmt, self.buf
         pieces = self.pieces()
         bounds, queries, id_bytes = pieces.bounds, pieces.queries, pieces.id_bytes
-        passes: dict[bytes, bool] = {}
+        listed_of: dict[bytes | None, list[str] | None] = {}  # a head's column list (None: it does not tell)
 
-        def fails(at: int) -> bool:
+        def fails(at: int, columns: tuple[str, ...], count_ok: bool, memo: dict[bytes | None, bool]) -> bool:
             head = self._head(at)
-            ok = passes.get(head) if head is not None else False
-            if ok is None and head is not None:
-                ok = passes[head] = head_passes(head, allowed, count_ok)
+            ok = memo.get(head)
+            if ok is None:
+                if head not in listed_of:
+                    listed_of[head] = head_list(decode_text(head)) if head is not None else None
+                listed = listed_of[head]
+                if listed is None:  # the head does not tell: read off the whole text
+                    text = query_text(buf, at, at + _U32.unpack_from(buf, at + 9)[0], fmt)
+                    return text is None or not insert_passes(text[1], columns, count_ok)
+                ok = memo[head] = insert_passes("", columns, count_ok, listed)
             return not ok
 
         k = check.find(1)
@@ -121,7 +145,8 @@ class Heads:
                 found.add(k)
             k = check.find(1, k + 1)
         # The statements of the keys in `columns`: their key ids' words found in the statements' key ids.
-        for key_id in (key_id for key_id in range(len(columns)) if columns[key_id]):
+        for key_id, (columns, count_ok) in shapes.items():
+            memo: dict[bytes | None, bool] = {}  # by head: whether it passes this key's columns
             word = key_id.to_bytes(4, "little")
             at = id_bytes.find(word)
             while at >= 0:
@@ -130,49 +155,65 @@ class Heads:
                     continue
                 j = at >> 2
                 k = bisect_right(bounds, j) - 1
-                if k < len(check) and check[k] and k not in found and fails(queries[j]):
+                if k < len(check) and check[k] and k not in found and fails(queries[j], columns, count_ok, memo):
                     found.add(k)
                 at = id_bytes.find(word, at + 4)
         return found
 
 
+Key = bytes | tuple[str, _core.StatementShape]  # a keyed statement's key bytes, or a lone one's (db, shape)
+
+
 class KeyVerdicts:
-    """One Linter's verdicts by statement key (its bytes, across buffers and files), and the units
-    it answered from them (`answered`)."""
+    """One Linter's answers by statement key (its bytes, across buffers and files, or a lone
+    statement's (default database, shape)), each asked once while the state holds: its class
+    (`binlogs.lint_scan`'s safe bits), a _COLUMNS key's columns and its verdict, all forgotten by
+    the tables they read (`forget`); and the units answered from the verdicts (`answered`)."""
 
     def __init__(self, linter: Linter):
         self.linter = linter
-        # By a keyed statement's key bytes, or a lone statement's (default database, shape).
-        self.verdicts: dict[bytes | tuple[str, _core.StatementShape], Verdict | None] = {}
-        # The keys by the tables (lower case) their verdicts read; under None, the keys without one.
-        self.by_table: dict[str | None, set[bytes | tuple[str, _core.StatementShape]]] = {}
+        self.classes: dict[Key, int] = {}
+        # A _COLUMNS key's (the replica's columns, whether a list-less INSERT's count matches).
+        self.columns: dict[Key, tuple[tuple[str, ...], bool]] = {}
+        self.verdicts: dict[Key, Verdict | None] = {}
+        # The keys by the tables (lower case) their answers read; under None, the keys read from no
+        # table alone (forgotten after any change).
+        self.by_table: dict[str | None, set[Key]] = {}
         self.answered = 0
 
+    def file(self, key: Key, tables: Iterable[str] | None) -> None:
+        for table in (None,) if tables is None else tables:
+            self.by_table.setdefault(table, set()).add(key)
+
     def forget(self, tables: set[str] | None = None) -> None:
-        """The verdicts of `tables` forgotten (and the keys that had none), or all of them (None):
-        after a unit fed that changed the Linter's state (`Linter.touched`)."""
+        """The answers of `tables` forgotten (and the keys read from no table alone), or all of
+        them (None): after a unit fed that changed the Linter's state (`Linter.touched`)."""
         if tables is None:
+            self.classes.clear()
+            self.columns.clear()
             self.verdicts.clear()
             self.by_table.clear()
             return
         for table in (*tables, None):
             for key in self.by_table.pop(table, ()):
+                self.classes.pop(key, None)
+                self.columns.pop(key, None)
                 self.verdicts.pop(key, None)
 
-    def verdict(self, key: bytes | tuple[str, _core.StatementShape], kind: int, db: str, sql: str) -> Verdict | None:
-        """The verdict of `key` (a `_core.StatementKey`'s bytes, or a lone statement's (default
-        database, `statement_key` shape), of kind `kind`: KIND_*), asked of its first statement
-        (`sql` under `db`) once while the state holds; None: its statements are fed. INSERT/REPLACE
-        ... SELECT keys have none: their statements read tables of their own, which the key does
-        not name."""
+    def verdict(self, key: Key, kind: int, db: str, sql: str) -> Verdict | None:
+        """The verdict of `key` (of kind `kind`: KIND_*), asked of its first statement (`sql` under
+        `db`) once while the state holds; None: its statements are fed. INSERT/REPLACE ... SELECT
+        keys have none: their statements read tables of their own, which the key does not name."""
         if key in self.verdicts:
             return self.verdicts[key]
         verdict = None if kind in _SELECT_KINDS else self.linter.key_verdict(db, sql)
         self.verdicts[key] = verdict
-        tables = (None,) if verdict is None else \
-            {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)}
-        for table in tables:
-            self.by_table.setdefault(table, set()).add(key)
+        if verdict is not None:
+            self.file(key, {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
+        else:  # by the tables its text names (as its class is): a temporary table or a function made forgets all
+            info = statement_tables(sql, db)
+            self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
+                      if info.parse_ok and not self.linter.primary.temps else None)
         return verdict
 
     def answer(self, k: int, units: UnitList, pieces: Pieces, buf: Buffer, base: int, u: _core.UnitEntry,

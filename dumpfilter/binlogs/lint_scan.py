@@ -13,7 +13,7 @@ A unit the Linter is not fed is one whose feed would neither change its state no
   unless `rules.lint_divergence` says it diverges), or naming a present table (replica name, after rewrite-db)
   with nothing read besides, with no temporary table on the primary, and, for INSERT/REPLACE, nothing for
   `_insert_shape` to check (the replica's model has no columns for the table and no skipped ALTER changed its
-  count). Where the replica's columns are known, the unit's INSERT texts are looked at (`_Lint.cleared`: each
+  count). Where the replica's columns are known, the unit's INSERT texts are looked at (`Heads.failing`: each
   distinct column list parsed once) and the unit is fed only when one may break. Lone keyed DML likewise.
 A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act on DDL
 only), so the safe bits stay right across such units. Every other unit (DDL, control events, statements the
@@ -34,11 +34,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import distinct_paths, file_error, naming, open_binlog
-from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts
+from dumpfilter.binlogs.lint_keyed import Heads, Key, KeyVerdicts, head_list, insert_passes
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -49,8 +48,7 @@ from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitLis
 from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_divergence import Breaks, may_diverge
-from dumpfilter.rules.lint_sql import insert_column_list
-from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 
 READ_BYTES = 4 << 20  # one read buffer
@@ -61,21 +59,16 @@ _NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
 # A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
 # list or count `_insert_shape` checks against the replica's columns (each statement looked at).
 _SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
-_QUOTES = ("`", "'", '"')
-_LISTS_KEPT = 10_000  # column-list texts remembered per Linter
-_MISSING = object()
 # `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
 _Shape = _core.StatementShape
-_K = TypeVar("_K")  # a class cache's key (`_depends`)
 
 
 @dataclass
 class LintScanStats:
     """What one scan did: `scans` files read (each once, whatever the number of linters),
     `units` units the core found, `decoded` units decoded in Python (once each, for every linter
-    that needs them), `fed` units fed per linter, `checked` keyed units whose INSERT texts were
-    looked at one at a time per linter (fed only when one fails), `bulk` those cleared by their
-    INSERT heads, each read once (`Heads`), `refreshes` how often each linter's safe bits
+    that needs them), `fed` units fed per linter, `bulk` keyed units whose INSERT texts were
+    looked at and cleared (each head read once, `Heads`), `refreshes` how often each linter's safe bits
     were asked (once per buffer, and once per window of units after a state change), `answered`
     the keyed units answered per linter from their keys' verdicts, not fed (binlogs.lint_keyed),
     `bytes_scanned` the bytes read and scanned."""
@@ -85,62 +78,39 @@ class LintScanStats:
     decoded: int = 0
     bytes_scanned: int = 0  # read and scanned (a file's kept scan is neither: binlogs.scan_index)
     fed: list[int] | None = None
-    checked: list[int] | None = None
     bulk: list[int] | None = None  # keyed units whose INSERT heads checked out together, none alone
     refreshes: list[int] | None = None
     answered: list[int] | None = None
 
 
-class _Lint:
-    """One Linter's safe bits: per table name id of the file's scanner, per statement key (by its
-    bytes, across buffers), forgotten when the Linter's state may have changed."""
+class _Lint(KeyVerdicts):
+    """One Linter's safe bits: per table name id of the file's scanner, and per statement key its
+    class (`KeyVerdicts`), forgotten when the Linter's state may have changed."""
 
     def __init__(self, linter: Linter):
-        self.linter = linter
+        super().__init__(linter)
         self.names: bytearray = bytearray()   # 1: unsafe, by name id
-        self.key_cache: dict[bytes, int] = {}
-        # _COLUMNS keys: (the replica's columns, whether a list-less INSERT's count matches).
-        self.shapes: dict[tuple[str, str], tuple[tuple[str, ...], bool]] = {}   # by (db, sql)
-        self.by_shape: dict[tuple[str, _Shape], int] = {}                       # class by (db, statement key)
-        self.shape_of: dict[tuple[str, _Shape], tuple[tuple[str, ...], bool]] = {}
-        self.lists: dict[str, list[str] | None] = {}
-        # What each safe bit was asked of, for `invalidate`: name ids by table name (lower case),
-        # and the keys (`key_cache`) and shapes (`by_shape`) by the tables their class read (None:
-        # by no table alone, asked again after any change).
-        self.ids_by_table: dict[str, list[int]] = {}
-        self.key_tables: dict[str | None, set[bytes]] = {}
-        self.shape_tables: dict[str | None, set[tuple[str, _Shape]]] = {}
-        self._read: set[str] | None = set()  # the tables the `_key_class` being asked reads
+        self.ids_by_table: dict[str, list[int]] = {}  # name ids by table name (lower case), for `invalidate`
         self.need = b""     # per unit of the buffer: 1 fed (or looked at, `check`)
-        self.check = b""    # per unit: 1 a keyed unit whose INSERTs' columns are looked at first
-        self.key_shapes: dict[bytes, tuple[tuple[str, ...], bool]] = {}  # a _COLUMNS key's (columns, count_ok)
-        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed, as asked (`_bulk_cleared`)
-        self.bulk = 0       # check units cleared by their heads, none looked at alone
+        self.heads: Heads | None = None  # the INSERT heads of the buffer being fed, as asked (`refresh`)
+        self.bulk = 0       # keyed units cleared by their INSERTs' column lists
         self.fed = 0
-        self.checked = 0
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
         self.refreshes = 0
         self.first_break = False  # once it has a break, fed only what may diverge (`quiet`)
         self.quiet = False        # past its first break (`first_break`): row units and safe keys not fed
-        self.keyed = KeyVerdicts(linter)  # the keyed units it answers from their keys' verdicts
 
-    def forget(self) -> None:
-        self.keyed.forget()
-        self.names = bytearray()
-        self.key_cache.clear()
-        self.key_shapes.clear()
-        self.shapes.clear()
-        self.by_shape.clear()
-        self.shape_of.clear()
-        self.ids_by_table.clear()
-        self.key_tables.clear()
-        self.shape_tables.clear()
+    def forget(self, tables: set[str] | None = None) -> None:
+        super().forget(tables)
+        if tables is None:
+            self.names = bytearray()
+            self.ids_by_table.clear()
 
     def invalidate(self, touched: set[str], units: UnitList, names: Sequence[tuple[str, str]],
                    keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
-        """After a unit whose statements changed the state of `touched` tables only (`Linter.touched`):
-        their names' safe bits asked again, their keys' and shapes' classes forgotten, and `need`
-        made again only when one of this buffer's bits changed. A table made or dropped every fifty
+        """After a unit whose statements changed the state of `touched` tables only (`Linter.touched`;
+        their keys' answers forgotten already): their names' safe bits asked again, and `need` made
+        again only when one of this buffer's bits changed. A table made or dropped every fifty
         units (bench.common's workload: CREATE TABLE IF NOT EXISTS scratch_N) cost a refresh of every
         name, or the units fed meanwhile: lint fed nearly every unit, at 55 MB/s."""
         flipped = False
@@ -151,15 +121,9 @@ class _Lint:
                 if bits[nid] != bit:
                     bits[nid] = bit
                     flipped = True
-        for gone in (*touched, None):
-            for key in self.key_tables.pop(gone, ()):
-                self.key_cache.pop(key, None)
-            for shape in self.shape_tables.pop(gone, ()):
-                self.by_shape.pop(shape, None)
-                self.shape_of.pop(shape, None)
         if not flipped:
-            cache = self.key_cache
-            flipped = any(key not in cache for _, key, _, _ in keys)
+            classes = self.classes
+            flipped = any(key not in classes for _, key, _, _ in keys)
         if flipped:
             self.refresh(units, names, keys)
 
@@ -170,13 +134,19 @@ class _Lint:
             return True
         return linter._table_state(linter._replica_table(db, table))[0]
 
-    def _key_class(self, db: str, sql: str) -> int:
-        """The class of a keyed statement; `_read` the tables it was read from (None: not from
-        tables alone: asked again after any state change)."""
+    def key_class(self, key: Key, db: str, sql: str) -> int:
+        """The class of a statement key, asked of one of its statements (`sql` under `db`) once
+        while the state holds, filed under the tables it was read from."""
+        cls = self.classes.get(key)
+        if cls is None:
+            primary = statement_tables(sql, db)
+            self.file(key, {table.lower() for _, table in (*primary.updated, *primary.read)}
+                      if primary.parse_ok and not self.linter.primary.temps else None)
+            cls = self.classes[key] = self._key_class(key, db, sql, primary)
+        return cls
+
+    def _key_class(self, key: Key, db: str, sql: str, primary: StatementInfo) -> int:
         linter = self.linter
-        primary = statement_tables(sql, db)
-        self._read = {table.lower() for _, table in (*primary.updated, *primary.read)} \
-            if primary.parse_ok and not linter.primary.temps else None
         if linter.calls_functions:
             return _UNSAFE  # a text of the key may call a stored function whose body writes other tables
         if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
@@ -205,74 +175,23 @@ class _Lint:
                 return _UNSAFE if linter.column_delta.get(ref) else _SAFE
             primary_columns = linter.primary.model.columns(*primary.updated[0])
             # Without a list the primary's column count is the values' (unknown: the Linter counts them).
-            self.shapes[(db, sql)] = (replica_columns, primary_columns is not None
-                                      and len(primary_columns) == len(replica_columns))
+            self.columns[key] = (replica_columns, primary_columns is not None
+                                 and len(primary_columns) == len(replica_columns))
             return _COLUMNS
         return _SAFE
-
-    def cleared(self, k: int, buf: Buffer, start: int, end: int, fmt: FormatDescription | None) -> bool:
-        """Whether unit k, a keyed unit with INSERT columns to check, checks out (then not fed)."""
-        if not (self.check and self.check[k]) or fmt is None:
-            return False
-        self.checked += 1
-        at = start
-        while at < end:
-            size = int.from_bytes(buf[at + 9:at + 13], "little")
-            if buf[at + 4] == _QUERY:
-                text = query_text(buf, at, at + size, fmt)
-                if text is None:
-                    return False
-                db, sql = text
-                shape = statement_key(sql.encode("utf-8", "surrogateescape"))
-                if shape is not None and not self.statement_safe(db, sql, shape):
-                    return False
-            at += size
-        return True
 
     def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
         """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
         key = (db, shape)
-        cls = self.by_shape.get(key)
-        if cls is None:
-            cls = self.by_shape[key] = self._key_class(db, sql)
-            self._depends(self.shape_tables, key)
-            if cls == _COLUMNS:
-                self.shape_of[key] = self.shapes[(db, sql)]
+        cls = self.key_class(key, db, sql)
         if cls != _COLUMNS:
             return cls == _SAFE
-        replica_columns, count_ok = self.shape_of[key]
-        listed = self._listed(sql)
-        if listed is None:
-            return True  # INSERT ... SET, or text `_insert_shape` does not follow
-        if listed:
-            return all(column.lower() in replica_columns for column in listed)
-        return count_ok
-
-    def _listed(self, sql: str) -> list[str] | None:
-        """`insert_column_list(sql)`, read off the text up to its first `)` when nothing there is
-        quoted (a keyed statement holds no comment: the tokens there are the whole text's)."""
-        cut = sql.find(")")
-        head = sql[:cut + 1] if cut >= 0 else sql
-        if any(q in head for q in _QUOTES):
-            return insert_column_list(sql)
-        found = self.lists.get(head, _MISSING)
-        if found is _MISSING:
-            found = insert_column_list(head)
-            if found is None:
-                found = insert_column_list(sql)
-            if len(self.lists) < _LISTS_KEPT:
-                self.lists[head] = found
-        return found  # type: ignore[return-value]
-
-    def _depends(self, by_table: dict[str | None, set[_K]], key: _K) -> None:
-        """`key`'s class (just asked) filed under the tables it was read from."""
-        for table in (None,) if self._read is None else self._read:
-            by_table.setdefault(table, set()).add(key)
+        return insert_passes(sql, *self.columns[key], head_list(sql[:sql.find(")") + 1]))
 
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
                 keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
         """The unsafe bytes for every name and key of this buffer, and which units the Linter
-        must be fed (`need`) or have their INSERTs looked at (`check`), one byte per unit."""
+        must be fed (`need`, one byte per unit)."""
         self.refreshes += 1
         have = len(self.names)
         if have < len(names):
@@ -280,46 +199,29 @@ class _Lint:
             by_table = self.ids_by_table
             for nid in range(have, len(names)):
                 by_table.setdefault(names[nid][1].lower(), []).append(nid)
-        cache = self.key_cache
+        classes = self.classes
         bad = bytearray(len(keys))
         columns = bytearray(len(keys))
         for key_id, key, db, sql in keys:
-            cls = cache.get(key)
+            cls = classes.get(key)
             if cls is None:
-                db_text, sql_text = decode_text(db), decode_text(sql)
-                cls = cache[key] = self._key_class(db_text, sql_text)
-                self._depends(self.key_tables, key)
-                if cls == _COLUMNS:
-                    self.key_shapes[key] = self.shapes[(db_text, sql_text)]
+                cls = self.key_class(key, decode_text(db), decode_text(sql))
             bad[key_id] = cls == _UNSAFE
             columns[key_id] = cls == _COLUMNS
-        need = units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED)
-        self.check = b""
+        need = bytearray(units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED))
         if any(columns):
-            # Keyed units with no unsafe key but a key whose INSERTs have columns to check.
+            # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
+            # statements do not all pass (`Heads.failing`) are fed.
             looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
-            if any(check) and self.heads is not None:
-                check = self._bulk_cleared(check, bytes(columns),
-                                           [self.key_shapes[key] for key_id, key, _, _ in keys if columns[key_id]])
             if any(check):
-                self.check = check
-                need = (int.from_bytes(need, "little") | int.from_bytes(check, "little")).to_bytes(len(need), "little")
-        self.need = need
-
-    def _bulk_cleared(self, check: bytes, column_keys: bytes, shapes: list[tuple[tuple[str, ...], bool]]) -> bytes:
-        """`check` less the units whose statements of a _COLUMNS key (`column_keys`, by key id) have INSERT
-        heads (`Heads`: no quote, the list in every _COLUMNS key's columns, or no list and every count
-        matching) that pass `statement_safe` whatever their keys."""
-        heads = self.heads
-        assert heads is not None  # (set by _lint_units)
-        allowed = set(shapes[0][0]).intersection(*(columns for columns, _ in shapes[1:]))
-        count_ok = all(ok for _, ok in shapes)
-        kept = bytearray(len(check))
-        for k in heads.failing(check, column_keys, allowed, count_ok):
-            kept[k] = check[k]
-        self.bulk += sum(check) - sum(kept)
-        return bytes(kept)
+                assert self.heads is not None  # (set by _lint_units)
+                failing = self.heads.failing(check, {key_id: self.columns[key] for key_id, key, _, _ in keys
+                                                     if columns[key_id]})
+                self.bulk += sum(check) - len(failing)
+                for k in failing:
+                    need[k] = 1
+        self.need = bytes(need)
 
 
 def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_checksums: bool = True,
@@ -347,10 +249,9 @@ def lint_scan(paths: Iterable[Path | str], linters: Sequence[Linter], *, verify_
                 linter.breaks.cut = exc
             break
     stats.fed = [lint.fed for lint in lints]
-    stats.checked = [lint.checked for lint in lints]
     stats.bulk = [lint.bulk for lint in lints]
     stats.refreshes = [lint.refreshes for lint in lints]
-    stats.answered = [lint.keyed.answered for lint in lints]
+    stats.answered = [lint.answered for lint in lints]
     return [linter.breaks for linter in linters]
 
 
@@ -550,15 +451,14 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
             fed = [lint for lint in lints if (lint.horizon >= k or lint.need[k]) and not lint.statement_safe(*lone)]
             changes = False
         else:
-            fed = [lint for lint in lints if lint.horizon >= k
-                   or (lint.need[k] and not lint.cleared(k, buf, u.start, u.end, fmt))]
+            fed = [lint for lint in lints if lint.horizon >= k or lint.need[k]]
             changes = structural[k] == ROW_SLOW
         wanted = fed
         if fed and lone is not None and fmt is not None:  # answered from its shape's verdict?
-            fed = [lint for lint in wanted if not lint.keyed.answer_lone(k, units, buf, base, u, name, fmt, lone)]
+            fed = [lint for lint in wanted if not lint.answer_lone(k, units, buf, base, u, name, fmt, lone)]
         elif fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
             pieces = heads.pieces()
-            fed = [lint for lint in wanted if not lint.keyed.answer(k, units, pieces, buf, base, u, name, fmt)]
+            fed = [lint for lint in wanted if not lint.answer(k, units, pieces, buf, base, u, name, fmt)]
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
             txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
@@ -573,8 +473,8 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
                     if touched is None:  # anything may have changed: every bit asked again later
                         lint.forget()
                         lint.horizon = k + window
-                    elif touched:  # only these tables' bits, and verdicts
-                        lint.keyed.forget(touched)
+                    elif touched:  # only these tables' bits, and answers
+                        lint.forget(touched)
                         if lint.horizon < 0:
                             lint.invalidate(touched, units, names, keys)
         for lint in wanted:

@@ -32,6 +32,7 @@ from typing import Any
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.binlogs.lint import FollowingLint, look_together, new_linter
 from dumpfilter.binlogs.scan_index import ScanIndex
+from dumpfilter.rules.schema import load_schema
 import contextlib
 
 log = logging.getLogger("dumpfilter.master.lint")
@@ -61,13 +62,16 @@ Reply = tuple[str, object]
 
 
 # -- the worker process -------------------------------------------------------------------------
-def _serve() -> None:
+def _serve(parent: int | None = None) -> None:
     """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
     its replies, pickled, on stdout; until stdin closes (the master ended). A message is
     (followers to drop, [look...]); a look is (follower id, the linter's arguments on its first
     look or its checkpoint when this process does not hold it, else None; [(path, size)...];
     budget; the position to read silently up to first (a follower made again), or None; the bytes
-    read between checkpoints); the reply is [(state, value)...], one per look."""
+    read between checkpoints); the reply is [(state, value)...], one per look. `parent`: the process
+    that started it, gone before this one could ask to die with it (`simulate`'s): nothing done."""
+    if parent is not None and os.getppid() != parent:
+        return
     with contextlib.suppress(OSError):
         os.nice(10)  # the streams come first
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -103,6 +107,8 @@ def _looks(followers: dict[int, FollowingLint], looks: list[Look], index: ScanIn
                 followers[fid] = FollowingLint.resume(first, index)
             elif first is not None:
                 rules, settings, schema, replica_schema, verify_checksums = first
+                if isinstance(replica_schema, str):  # a source (`simulate`'s topology), read here
+                    replica_schema = load_schema(replica_schema, "replica_schema")
                 followers[fid] = FollowingLint(new_linter(rules, settings, schema, replica_schema),
                                                verify_checksums=verify_checksums, index=index)
         except Exception as exc:  # a rule set lint cannot set up: told as a warning
@@ -400,4 +406,4 @@ def restarts() -> int:
 
 
 if __name__ == "__main__":
-    _serve()
+    _serve(int(sys.argv[1]) if len(sys.argv) > 1 else None)

@@ -30,9 +30,9 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 
 from dumpfilter.codec import Event, EventType, Transaction
+from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import MalformedEventError
-from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import applied_db
@@ -44,34 +44,12 @@ from dumpfilter.rules.lint_sql import if_not_exists
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
-from dumpfilter.rules.transaction_filter import TransactionFilter, is_framing
+from dumpfilter.rules.transaction_filter import is_framing
 
 TableRef = tuple[str, str]
 
 # A statement of a transaction the replica already stopped in: never applied there.
 _NOT_APPLIED = Decision(False, "the replica stopped earlier in this transaction")
-
-
-class _Recorder(Decider):
-    """The rule engine as TransactionFilter sees it, remembering each statement decision in order."""
-
-    def __init__(self, engine: RuleEngine):
-        self.engine = engine
-        self.decisions: list[Decision] = []
-
-    def table_kept(self, db: str, table: str) -> bool:
-        return self.engine.table_kept(db, table)
-
-    def decide_table(self, db: str, table: str) -> Decision:
-        return self.engine.decide_table(db, table)
-
-    def decide_statement(self, sql: str, current_db: str | None) -> Decision:
-        decision = self.engine.decide_statement(sql, current_db)
-        self.decisions.append(decision)
-        return decision
-
-    def invalidate(self) -> None:
-        self.engine.invalidate()
 
 
 class Linter(ReplicaServer):
@@ -97,8 +75,6 @@ class Linter(ReplicaServer):
         self.replica = Side(folded_schema(replica_start) if self.fold else replica_start.copy())
         self._start = ("--replica-schema", "the replica's starting schema") if replica_schema is not None \
             else ("--schema", "the starting schema")
-        self._recorder = _Recorder(engine)
-        self.tfilter = TransactionFilter(self._recorder)
         # Objects the replica lacks (replica names) and the skipped event that made it so.
         self.absent_dbs: dict[str, Cause | None] = {}
         self.absent_tables: dict[TableRef, Cause | None] = {}
@@ -113,7 +89,6 @@ class Linter(ReplicaServer):
         # Temporary tables whose CREATE the replica skipped: (master thread id, db, table) -> cause.
         self.temp_causes: dict[tuple[int, str, str], Cause | None] = {}
         self.breaks = Breaks(Divergence(engine.rules))  # and the writes that silently diverge
-        self._table_ids: dict[int, tuple[str, str, bool]] = {}
         # What the statements fed since a caller set a set() here may have changed: the table names
         # (lower case) whose presence, shape or triggers they touched; None once one may have
         # changed more (a database, a temporary table, a statement not parsed). `binlogs.lint_scan`
@@ -122,24 +97,17 @@ class Linter(ReplicaServer):
 
     # ------------------------------------------------------------------ the stream
     def feed(self, file: str, txn: Transaction) -> None:
-        self._recorder.decisions.clear()
-        try:
-            self.tfilter.filter(txn)  # the engine decides (and its own model replays the DDL)
-        except MalformedEventError as exc:
-            raise exc.in_file(file) from None
         if txn.kind == CONTROL:
             if txn.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                self._table_ids.clear()
+                self.engine.invalidate()  # table ids and per-table caches start again with the server
             return
-        decisions = iter(self._recorder.decisions)
         failed = False
+        maps: set[int] = set()  # the Table_maps of the statement being read
         for event, outer in _flatten(txn.events):
             if event.is_query:
                 if is_framing(event):
                     continue
-                decision = next(decisions, None)
-                if decision is None:  # cannot happen: TransactionFilter decides each content statement
-                    continue
+                decision = self.engine.decide_statement(event.sql or "", event.db)
                 if failed:
                     # The replica stopped at an earlier statement of this transaction: the rest of it is
                     # rolled back with it (as if skipped, for the same cause); the primary ran it.
@@ -148,10 +116,17 @@ class Linter(ReplicaServer):
                 failed = self._statement(file, txn, event, outer, decision)
             elif event.type_code == EventType.TABLE_MAP:
                 table_id, db, table = event.table_map
-                decision = self.engine.decide_table(db, table)
-                self._table_ids[table_id] = (db, table, decision.apply)
-                if decision.apply and not failed:
+                maps.add(table_id)
+                if self.engine.decide_table(db, table).apply and not failed:
                     failed = self._table_map(file, txn, event, db, table)
+            elif event.is_rows:
+                # A rows event's table is a Table_map of its own statement (the replica forgets them at
+                # STMT_END_F): one without is refused, as the replica's applier refuses it.
+                if event.table_id not in maps:
+                    raise MalformedEventError(f"{event.type_name} event for table id {event.table_id} has no "
+                                              "Table_map in its statement", offset=event.pos).in_file(file)
+                if event.rows_flags & STMT_END_F:
+                    maps.clear()
 
     def _replica_db(self, db: str) -> str:
         """The default database the replica's applier uses: rewrite-db applies to it, never to qualified

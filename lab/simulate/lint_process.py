@@ -1,12 +1,14 @@
 """`dumpfilter lint`'s prediction for each slave of a simulation, computed once per distinct rule
-set in a child process while the streams run (lint reads the whole binlog: in the simulation's own
-process it would take the GIL from the streams). The master's own Register-time lint is off in a
-simulation, so each rule set is linted exactly once.
+set while the streams run (lint reads the whole binlog: in the simulation's own process it would take
+the GIL from the streams), by the master's lint worker program (binlogs.lint_worker) run as a child of
+this process: every rule set's first look reads the whole binlog together, one read and one compiled
+scan for all of them. The master's own Register-time lint is off in a simulation, so each rule set is
+linted exactly once.
 
-The child is a fresh Python running `_main` of this module (not a fork of a process that runs gRPC): the job pickled on
-its stdin, the predictions pickled on its stdout. It has a session of its own, so a Ctrl-C on the
-terminal reaches only the simulation, which kills it; and it dies with the simulation however that
-ends (`dumpfilter.children`: a simulation killed outright left it linting a large binlog, orphaned)."""
+The child is a fresh Python (not a fork of a process that runs gRPC): the looks pickled on its stdin,
+its replies pickled on its stdout. It has a session of its own, so a Ctrl-C on the terminal reaches
+only the simulation, which kills it; and it dies with the simulation however that ends
+(`dumpfilter.children`: a simulation killed outright left it linting a large binlog, orphaned)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.errors import DumpFilterError
+from dumpfilter.binlogs import lint_worker
+from dumpfilter.binlogs.lint import Look
 from dumpfilter.children import dies_with_parent
+from dumpfilter.errors import DumpFilterError
+from dumpfilter.rules.lint_rules import rule_warnings
 
 if TYPE_CHECKING:
     from dumpfilter.rules.ruleset import RuleSet, Settings
@@ -28,35 +33,23 @@ if TYPE_CHECKING:
     LintKey = tuple[RuleSet, Settings, str | None]
 
 
-def _lint(files: list[str], jobs: list[LintKey]) -> list[dict[str, Any]]:
-    from dumpfilter.binlogs.lint import lint_files
-    from dumpfilter.rules.lint_rules import rule_warnings
-    from dumpfilter.rules.schema import load_schema
-
-    out = []
-    for rules, settings, replica_schema in jobs:  # replica_schema: the topology's source, or None
-        model = load_schema(replica_schema, "replica_schema") if replica_schema is not None else None
-        breaks = lint_files([Path(f) for f in files], rules, settings, replica_schema=model)
-        out.append({"breaks": len(breaks), "first": breaks[0].to_json() if breaks else None,
-                    "warnings": rule_warnings(rules),  # a rule that keeps no table (`db.`)
-                    # the writes a replica with these rules silently gets wrong (rules.lint_divergence)
-                    "diverges": breaks.divergence.writes, "divergence": breaks.divergence.to_json(),
-                    "divergence_lines": breaks.divergence.lines()})
-    return out
-
-
 class LintProcess:
-    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings", "diverges", "divergence", "divergence_lines"} per (rules, settings, replica_schema)."""
+    """Started at once; `results()` waits for it: one {"breaks", "first", "warnings", "diverges",
+    "divergence"} per (rules, settings, replica_schema)."""
 
     def __init__(self, files: list[Path], rule_sets: list[LintKey]) -> None:
         self.keys = list(dict.fromkeys(rule_sets))
-        self.proc = subprocess.Popen([sys.executable, "-c", f"import {__name__} as m; m._main({os.getpid()})"],
+        self.proc = subprocess.Popen([sys.executable, "-m", lint_worker.__name__, str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
                                      preexec_fn=dies_with_parent())
         stdin = self.proc.stdin
         assert stdin is not None  # (stdin=PIPE)
+        # Each rule set's first (and only) look: the whole binlog, its breaks beyond the first counted.
+        sized = [(str(f), Path(f).stat().st_size) for f in files]
+        looks = [(n, (rules, settings, None, replica, True), sized, 1 << 62, None, 0)
+                 for n, (rules, settings, replica) in enumerate(self.keys)]
         try:
-            pickle.dump(([str(f) for f in files], self.keys), stdin)
+            pickle.dump(([], looks), stdin)
             stdin.close()
         except OSError:
             pass  # the child died at once: results() says so
@@ -64,13 +57,19 @@ class LintProcess:
     def results(self) -> dict[LintKey, dict[str, Any]]:
         assert self.proc.stdout is not None  # (stdout=PIPE)
         try:
-            state, value = pickle.load(self.proc.stdout)
+            replies = pickle.load(self.proc.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
-            state, value = "error", f"the lint process ended with status {self.proc.wait()}"
+            replies = [("error", f"the lint process ended with status {self.proc.wait()}")] * len(self.keys)
         self.close()
-        if state != "ok":
-            raise DumpFilterError(f"lint: {value}")
-        return dict(zip(self.keys, value))
+        out = {}
+        for key, (state, look) in zip(self.keys, replies):
+            if state != lint_worker.DONE or not isinstance(look, Look):
+                raise DumpFilterError(f"lint: {look}")
+            out[key] = {"breaks": look.found, "first": look.breaks[0].to_json() if look.breaks else None,
+                        "warnings": rule_warnings(key[0]),  # a rule that keeps no table (`db.`)
+                        # the writes a replica with these rules silently gets wrong (rules.lint_divergence)
+                        "diverges": look.diverges, "divergence": look.divergence}
+        return out
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -79,19 +78,3 @@ class LintProcess:
         with contextlib.suppress(OSError):
             if self.proc.stdout is not None:  # (stdout=PIPE)
                 self.proc.stdout.close()
-
-
-def _main(parent: int) -> None:
-    if os.getppid() != parent:  # the simulation died before the child could ask to die with it
-        return
-    files, jobs = pickle.load(sys.stdin.buffer)
-    out = sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing else may write to the result pipe
-    reply: tuple[str, object]
-    try:
-        reply = ("ok", _lint(files, jobs))
-    except DumpFilterError as exc:
-        reply = ("error", str(exc))
-    pickle.dump(reply, out)
-    out.flush()
-

@@ -48,15 +48,15 @@ def mixed(mariadb_factory, tmp_path_factory):
 
 def test_keyed_units_are_not_fed_one_at_a_time(mixed):
     _, _, found, stats = mixed
-    assert stats.fed is not None and stats.checked is not None and stats.bulk is not None
+    assert stats.fed is not None and stats.bulk is not None
     do_db = found[0]
     # Every crm transaction (a quarter) breaks at its first UPDATE (a replica that skipped the CREATE).
     assert len(do_db) >= TRANSACTIONS // 4 and {b.errno for b in do_db} == {1146}, do_db[:3]
     assert all(b.statement.startswith("UPDATE sbtest") for b in do_db)
     # Fed: the DDL, the control units, the units the DDL left behind, and the cross-database
     # `USE logs; UPDATE crm.sbtestN` (one transaction in ten: skipped though crm is kept, a divergence).
-    # The INSERTs with column lists into kept tables: read off their buffer, none alone.
-    assert max(stats.checked) < 10 and stats.bulk[1] + stats.bulk[2] >= TRANSACTIONS // 2, stats
+    # The INSERTs with column lists into kept tables: read off their buffer, none fed.
+    assert stats.bulk[1] + stats.bulk[2] >= TRANSACTIONS // 2, stats
 
 
 @pytest.mark.parametrize("which", range(len(RULES)))

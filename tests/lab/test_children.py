@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dumpfilter.lab.simulate import lint_process
+from dumpfilter.binlogs import lint_worker
 
 PARENT = """
 import os, signal, subprocess, sys
@@ -49,4 +49,4 @@ def test_a_child_dies_with_a_parent_killed_outright():
 def test_a_lint_child_whose_parent_is_gone_does_nothing():
     """The parent died between the fork and the child's prctl: the child ends before reading its job
     (its stdin here is the test's, which never sends one)."""
-    assert lint_process._main(os.getppid() + os.getpid() + 1) is None
+    assert lint_worker._serve(os.getppid() + os.getpid() + 1) is None

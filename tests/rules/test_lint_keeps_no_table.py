@@ -52,7 +52,7 @@ def test_each_empty_side_and_the_ignore_rules():
 
 
 def test_simulates_lint_cell_and_explanation_say_it():
-    from dumpfilter.lab.simulate.lint_process import _lint
+    from dumpfilter.lab.simulate.lint_process import LintProcess
     from dumpfilter.lab.simulate.report import lint_cell, lint_explanation
     from dumpfilter.rules.ruleset import Settings
 
@@ -62,7 +62,8 @@ def test_simulates_lint_cell_and_explanation_say_it():
 
     with tempfile.TemporaryDirectory() as tmp:
         path = build.write(Path(tmp) / "master-bin.000001")
-        (lint,) = _lint([str(path)], [(RuleSet(wild_do_table=("shop.",)), Settings(flavor="mariadb"), None)])
+        (lint,) = LintProcess([path], [(RuleSet(wild_do_table=("shop.",)), Settings(flavor="mariadb"), None)]
+                              ).results().values()
     assert lint["warnings"] == ["replicate-wild-do-table=shop. keeps no table: did you mean `shop.%`?"]
     row = {"lint": lint}
     assert lint_cell(row) == "no break; keeps no table"
