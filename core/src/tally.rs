@@ -80,26 +80,37 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
             continue;
         }
         ids.clear();
-        let (mut at, mut maps, mut counted, mut envelope) = (u.start(), 0usize, 0u64, 0u64);
-        while at + HEADER_LEN <= u.end() {
-            let len = u32_at(buf, at + 9).unwrap_or(0) as usize;
-            if len < HEADER_LEN || at + len > u.end() {
+        // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`, each Rows
+        // event after its own Table_map (the scanner walked it): its GTID (`gtid_size`) and
+        // XID (from `last`) are envelope unread, and where its Table_maps all name one table
+        // every Table_map and Rows event is that table's, no table id read.
+        let one = tids.first().filter(|n| tids.iter().all(|m| m == *n)).copied();
+        let mut at = (u.start() + u.gtid_size as usize).min(u.end());
+        let (mut maps, mut counted) = (0usize, 0u64);
+        let stop = u.last().clamp(at, u.end());
+        let mut envelope = (at - u.start() + u.end() - stop) as u64;
+        while let Some(head) = buf.get(at..at + HEADER_LEN).filter(|_| at < stop) {
+            let len = u32::from_le_bytes([head[9], head[10], head[11], head[12]]) as usize;
+            if len < HEADER_LEN || at + len > stop {
                 break;
             }
-            let kind = buf[at + 4];
+            let kind = head[4];
             let name = if kind == TABLE_MAP {
-                let id = table_id(buf, at);
-                let name = tids.get(maps).copied();
                 maps += 1;
-                if let (Some(id), Some(n)) = (id, name) {
-                    ids.push((id, n));
+                let name = tids.get(maps - 1).copied();
+                if one.is_none() {
+                    if let (Some(id), Some(n)) = (table_id(buf, at), name) {
+                        ids.push((id, n));
+                    }
                 }
                 name
-            } else if is_rows(kind) {
-                table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
-            } else {
+            } else if !is_rows(kind) {
                 envelope += len as u64;
                 None
+            } else if one.is_some() {
+                one
+            } else {
+                table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
             };
             if let Some(slot) = name.and_then(|n| t.by_name.get_mut(n as usize)) {
                 *slot += len as u64;
@@ -299,10 +310,12 @@ pub(crate) mod tests {
                 buf.extend(e);
             }
         }
+        let last = buf.len();
         buf.extend(event(XID, &[0u8; 8]));
         let u = Unit {
             start,
             end: buf.len(),
+            last,
             events: 3 + 2 * names.len() as u32,
             kind: 1,
             flags: F_COMPLETE | F_MARIADB_GTID | crate::scan::F_FAST,
