@@ -38,6 +38,7 @@ pub struct Forms {
 struct Zeros(Vec<u32>);
 
 impl Zeros {
+    #[inline(always)]
     fn push(&mut self, k: usize, sum: u64) {
         if sum != 0 && self.0.is_empty() {
             self.0.resize(k, 0);
@@ -116,6 +117,7 @@ impl Forms {
         out
     }
 
+    #[inline(always)]
     fn push(&mut self, sum: &[u64; 5]) {
         let k = self.bytes.len();
         self.bytes.push(sum[0]);
@@ -436,11 +438,10 @@ impl FormsCache {
                 missing.push((skip, crc));
             }
         }
-        held.extend(
-            Forms::make(list, bufs, st, &missing)
-                .into_iter()
-                .map(Arc::new),
-        );
+        if !missing.is_empty() {
+            let made = Forms::make(list, bufs, st, &missing);
+            held.extend(made.into_iter().map(Arc::new));
+        }
         held.clone()
     }
 }

@@ -4,7 +4,7 @@
 //! tables cost the bandwidth). Only event headers, a Rows event's table id and the statement
 //! units' pieces are read; never a row image.
 
-use crate::le::u32_at;
+use crate::le::{u32_at, u64_at};
 use crate::scan::{CONTROL, F_FAST};
 use crate::sent::prefetch;
 use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
@@ -15,17 +15,6 @@ use crate::unit_list::UnitList;
 /// first bytes waited on memory (a segment's pages are in no cache when `experiment` or a
 /// master's shadow pass counts it).
 const AHEAD: usize = 8;
-
-/// Asks for the first `len` bytes (at most 2 KB) of unit k's.
-fn ahead(plan: &UnitList, bufs: &[&[u8]], k: usize, len: usize) {
-    if let Some(u) = plan.units.get(k) {
-        let raw = bufs
-            .get(u.part as usize)
-            .and_then(|b| b.get(u.start()..u.end()));
-        let raw = raw.unwrap_or_default();
-        prefetch(&raw[..raw.len().min(len)]);
-    }
-}
 
 /// A buffer's bytes by table (`table_bytes`).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -63,43 +52,56 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
     let mut written: Vec<u32> = Vec::new();
     let seconds = seconds.max(1);
     for (k, u) in plan.units.iter().enumerate() {
-        ahead(plan, bufs, k + AHEAD, usize::MAX);
-        let ts = bufs.get(u.part as usize).and_then(|b| u32_at(b, u.start()));
-        if let Some(bucket) = ts.filter(|t| *t != 0).map(|t| t / seconds) {
+        if let Some(a) = plan.units.get(k + AHEAD) {
+            let raw = bufs
+                .get(a.part as usize)
+                .and_then(|b| b.get(a.start()..a.end()));
+            prefetch(raw.unwrap_or_default());
+        }
+        let buf = bufs.get(u.part as usize).copied().unwrap_or_default();
+        let ts = u32_at(buf, u.start()).filter(|t| *t != 0);
+        if let Some(bucket) = ts.map(|t| t / seconds) {
             if t.cuts.last().map(|c| c.1) != Some(bucket) {
                 t.cuts.push((if t.cuts.is_empty() { 0 } else { k }, bucket));
             }
         }
         let size = u.end().saturating_sub(u.start()) as u64;
         let tids = plan.tables(k);
-        let Some(buf) = bufs.get(u.part as usize).filter(|b| u.end() <= b.len()) else {
+        if u.end() > buf.len() {
             continue;
-        };
+        }
         if !u.tabled {
             t.other += size;
             continue;
         }
         ids.clear();
-        let (mut at, mut maps, mut counted, mut envelope) = (u.start(), 0usize, 0u64, 0u64);
-        while at + HEADER_LEN <= u.end() {
-            let len = u32_at(buf, at + 9).unwrap_or(0) as usize;
-            if len < HEADER_LEN || at + len > u.end() {
+        // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`, each Rows
+        // event after its own Table_map (the scanner walked it): its GTID (`gtid_size`) and
+        // XID (from `last`) are envelope unread, and where its Table_maps all name one table
+        // every Table_map and Rows event is that table's, no table id read.
+        let one = tids.first().filter(|n| tids.iter().all(|m| m == *n));
+        let mut at = (u.start() + u.gtid_size as usize).min(u.end());
+        let (mut maps, mut counted) = (0usize, 0u64);
+        let stop = u.last().clamp(at, u.end());
+        let mut envelope = (at - u.start() + u.end() - stop) as u64;
+        while let Some(head) = buf.get(at..at + HEADER_LEN).filter(|_| at < stop) {
+            let len = u32::from_le_bytes([head[9], head[10], head[11], head[12]]) as usize;
+            if len < HEADER_LEN || at + len > stop {
                 break;
             }
-            let kind = buf[at + 4];
+            let kind = head[4];
             let name = if kind == TABLE_MAP {
-                let id = table_id(buf, at);
-                let name = tids.get(maps).copied();
                 maps += 1;
-                if let (Some(id), Some(n)) = (id, name) {
-                    ids.push((id, n));
-                }
+                let name = tids.get(maps - 1).copied();
+                ids.extend(one.is_none().then(|| table_id(buf, at)).flatten().zip(name));
                 name
-            } else if is_rows(kind) {
-                table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
-            } else {
+            } else if !is_rows(kind) {
                 envelope += len as u64;
                 None
+            } else if one.is_some() {
+                one.copied()
+            } else {
+                table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
             };
             if let Some(slot) = name.and_then(|n| t.by_name.get_mut(n as usize)) {
                 *slot += len as u64;
@@ -109,7 +111,7 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
         }
         t.framing += size - counted;
         written.clear();
-        for &n in tids {
+        for &n in if one.is_some() { &tids[..1] } else { tids } {
             if !written.contains(&n) && (n as usize) < names {
                 written.push(n);
             }
@@ -133,12 +135,7 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
 /// writes 6; the 4-byte ids of older ones are read as the low bytes of these 6, which only
 /// matters if two of their tables share those).
 fn table_id(buf: &[u8], at: usize) -> Option<u64> {
-    let b = buf.get(at + HEADER_LEN..at + HEADER_LEN + 6)?;
-    Some(
-        u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            | (u64::from(b[4]) << 32)
-            | (u64::from(b[5]) << 40),
-    )
+    u64_at(buf, at + HEADER_LEN).map(|v| v & 0xFFFF_FFFF_FFFF) // (the flags after it masked off)
 }
 
 /// `statement_tables`' answer for units 0..n of a list: what the bytes of its statement units
@@ -299,10 +296,12 @@ pub(crate) mod tests {
                 buf.extend(e);
             }
         }
+        let last = buf.len();
         buf.extend(event(XID, &[0u8; 8]));
         let u = Unit {
             start,
             end: buf.len(),
+            last,
             events: 3 + 2 * names.len() as u32,
             kind: 1,
             flags: F_COMPLETE | F_MARIADB_GTID | crate::scan::F_FAST,
