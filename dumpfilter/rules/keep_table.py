@@ -38,9 +38,9 @@ the gate's (`_gated_key`), as the master's streams send it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from operator import attrgetter, itemgetter
-from typing import Any, NamedTuple, cast
+import threading
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, cast
 
 from dumpfilter import _core
 from dumpfilter.codec.event import decode_text
@@ -68,14 +68,20 @@ class KeyAnswer(NamedTuple):
 
 class KeyRows(NamedTuple):
     """A segment's answers by its key ids (`KeepTable.rows`): the keep byte per key id, each id's
-    answer, and under a restricting gate a byte per key id, 1 where its KEEP_KEEP holds only for
-    the statements whose text reaches the key's table alone (`UnitList.statement_rows`' `gated`:
-    the others go to Python, which reads their whole reach); else None."""
+    shape (`KeyShapes`) and the answers by shape (`answer`), and under a restricting gate a byte
+    per key id, 1 where its KEEP_KEEP holds only for the statements whose text reaches the key's
+    table alone (`UnitList.statement_rows`' `gated`: the others go to Python, which reads their
+    whole reach); else None."""
 
     keep: bytes
-    answers: list[KeyAnswer]
+    ids: Sequence[int]
+    by_shape: Sequence[KeyAnswer | None]
     gated: bytes | None
     hits: bytes = b""  # each key id's KeyAnswer.hits (a byte: HIT_CLASSES of them)
+
+    def answer(self, k: int) -> KeyAnswer:
+        """Key id k's answer."""
+        return cast(KeyAnswer, self.by_shape[self.ids[k]])
 
 
 # Hit classes a table numbers (KeyAnswer.hits: a byte each); the last holds every class past it,
@@ -87,10 +93,7 @@ HIT_CLASSES = 256
 DecideKey = Callable[[str, "str | None"], "tuple[Decision, bool]"]
 
 _GATED = bytes(1 if b == KEEP_KEEP else 0 for b in range(256))  # keep byte -> `KeyRows.gated` byte
-# StatementKey.key, KeyAnswer.code and KeyAnswer.hits (of a KeyAnswer | None: None fails)
-_KEY_BYTES: Callable[[_core.StatementKey], bytes] = attrgetter("key")
-_CODE: Callable[[Any], int] = itemgetter(0)
-_HITS: Callable[[Any], int] = itemgetter(3)
+_UNDECIDED = 0xFF  # a keep table's code for a shape it has not decided (no KEEP_* code)
 
 
 def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: Gate) -> tuple[int, tuple[str, ...]]:
@@ -109,28 +112,53 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
     return (KEEP_ASK if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
 
 
+class KeyShapes(dict[bytes, int]):
+    """Statement keys numbered by their bytes (a shape id each, from 0), for the keep tables that
+    answer the same buffers (`experiment`'s rule groups, a shadow pass's candidates): a buffer's
+    keys are looked up once for all of them (`KeyList.ids`), and each table reads its answers by
+    shape id, not by the key's bytes. A master's streams share one from their threads: a new
+    key is numbered under a lock (two numbered at once would take the same id)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def number(self, keys: Sequence[_core.StatementKey]) -> list[int]:
+        raw = [key.key for key in keys]
+        ids = list(map(self.get, raw))
+        if None in ids:
+            with self._lock:
+                ids = [self.setdefault(key, len(self)) for key in raw]
+        return cast("list[int]", ids)
+
+
 class KeyList(list[_core.StatementKey]):
-    """A buffer's statement keys with their bytes read once (`raw`), for every keep table that
-    answers them: a master's segment, which each of its streams' tables answers."""
+    """A buffer's statement keys with their shape ids in the last `KeyShapes` asked, looked up once
+    for every keep table that answers them: a master's segment, which each of its streams' tables
+    answers; an `experiment` buffer, each rule group's."""
 
-    __slots__ = ("raw",)
+    __slots__ = ("_ids",)
+    _ids: tuple[KeyShapes, list[int]]
 
-    def __init__(self, keys: Iterable[_core.StatementKey]) -> None:
-        super().__init__(keys)
-        self.raw: list[bytes] = list(map(_KEY_BYTES, self))
+    def ids(self, shapes: KeyShapes) -> list[int]:
+        found = getattr(self, "_ids", None)
+        if found is None or found[0] is not shapes:
+            found = self._ids = (shapes, shapes.number(self))
+        return found[1]
 
 
 class KeepTable:
     """One decider's keep bytes, per table name and per statement key (see the module's text).
     `decide_key`: how a key is decided, where not by the rules' `decide_statement_key` alone (the
     master's, under its engine lock, telling whether the answer was pure). `keys_enabled`: whether
-    statements may be answered by key at all (the rules' `keys_statements`, unless the caller says)."""
+    statements may be answered by key at all (the rules' `keys_statements`, unless the caller says).
+    `shapes`: the key numbering it shares with the tables that answer the same buffers (its own if none)."""
 
     __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
-                 "_carried", "_known", "_last", "keys_decided", "statements", "units")
+                 "_carried", "shapes", "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
-                 keys_enabled: bool | None = None) -> None:
+                 keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
         self._decider = decider
         rules = decider.rules if isinstance(decider, Gated) else decider
         gate = decider.gate if isinstance(decider, Gated) else None
@@ -141,9 +169,12 @@ class KeepTable:
         self._names = bytearray()
         self._names_bytes: bytes | None = None
         self._carried: dict[tuple[str, str], int] | None = None  # see renumber
-        self._known: dict[bytes, KeyAnswer] = {}   # by key bytes: each key decided once
+        self.shapes = KeyShapes() if shapes is None else shapes
+        # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
+        self._codes = bytearray()
+        self._answers: list[KeyAnswer | None] = []
+        self._hits = bytearray()
         self._hit_classes: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], int] = {}  # KeyAnswer.hits
-        self._last: tuple[Sequence[_core.StatementKey], KeyRows] | None = None  # the last `rows` asked and given
         self.keys_decided = 0   # keys decided (each once)
         self.statements = 0     # statements answered by key (`account`)
         self.units = 0          # statement units written from keys (`account`)
@@ -184,51 +215,48 @@ class KeepTable:
         self._names_bytes = None
 
     # -- statement keys -----------------------------------------------------------------------
-    def answer(self, key: _core.StatementKey) -> KeyAnswer:
-        """The answer of `key`, decided from its statement the first time its bytes are met."""
-        raw = key.key
-        found = self._known.get(raw)
-        if found is not None:
-            return found
+    def _decide_key(self, shape: int, key: _core.StatementKey) -> None:
+        """Shape `shape`'s answer, decided from `key`, its first statement met."""
         sql, db = decode_text(key.sql), decode_text(key.db) or None
         decision, pure = self._decide(sql, db)
         code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
         if not pure:  # its units decided in Python, at their position
             code = KEEP_ASK
         elif self.gate is not None and code == KEEP_KEEP:
-            code, counted = _gated_key(raw, sql, db, decision, self.gate)
+            code, counted = _gated_key(key.key, sql, db, decision, self.gate)
         alike = self._hit_classes
         klass = alike.setdefault((counted, decision.counted, decision.assumption), min(len(alike), HIT_CLASSES - 1))
-        found = self._known[raw] = KeyAnswer(code, decision, counted, klass)
+        self._answers[shape] = KeyAnswer(code, decision, counted, klass)
+        self._codes[shape], self._hits[shape] = code, klass
         self.keys_decided += 1
-        return found
 
     def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
         """A buffer's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
-        `UnitList.statement_units` and `Scanner.statement_units` give them. The same keys asked
-        again (the slaves that share this table, each walking the buffer) get the same answers."""
-        last = self._last
-        if last is not None and last[0] is keys:
-            return last[1]
-        # (in C: a master's streams each ask for each of its segments' ~370 keys, whose bytes the
-        # segment read once, `KeyList`; a key met for the first time is decided, once)
-        raw = keys.raw if isinstance(keys, KeyList) else list(map(_KEY_BYTES, keys))
-        answers: list[KeyAnswer | None] = list(map(self._known.get, raw))
-        try:
-            keep = bytes(map(_CODE, answers))
-        except TypeError:  # (None: not met before)
-            answers = [a or self.answer(k) for a, k in zip(answers, keys)]
-            keep = bytes(map(_CODE, answers))
-        decided = cast("list[KeyAnswer]", answers)
-        rows = KeyRows(keep, decided, None if self.gate is None else keep.translate(_GATED), bytes(map(_HITS, decided)))
-        self._last = (keys, rows)
-        return rows
+        `UnitList.statement_units` and `Scanner.statement_units` give them."""
+        # (a master's streams, a count's rule groups, each ask for each of its segments' ~320 keys,
+        # whose shape ids the segment looked up once, `KeyList`: a shape's code is read by its id;
+        # one met for the first time is decided, once)
+        shapes, codes = self.shapes, self._codes
+        ids = keys.ids(shapes) if isinstance(keys, KeyList) else shapes.number(keys)
+        if len(codes) < len(shapes):
+            more = len(shapes) - len(codes)
+            codes += bytes([_UNDECIDED]) * more
+            self._hits += bytes(more)
+            self._answers += [None] * more
+        keep = bytes(map(codes.__getitem__, ids))
+        if _UNDECIDED in keep:
+            for shape, key in zip(ids, keys):
+                if codes[shape] == _UNDECIDED:
+                    self._decide_key(shape, key)
+            keep = bytes(map(codes.__getitem__, ids))
+        return KeyRows(keep, ids, self._answers, None if self.gate is None else keep.translate(_GATED),
+                       bytes(map(self._hits.__getitem__, ids)))
 
     def account(self, rows: KeyRows, used: _core.KeysUsed) -> None:
         """Account the statements a walk answered by `rows`' key ids (`used`: the walk's
         `by_keys`), as each decision would have counted them."""
-        account, answers = self._account, rows.answers
+        account, answer = self._account, rows.answer
         for use in used.uses:
-            account(answers[use.id].decision, use.statements)
+            account(answer(use.id).decision, use.statements)
         self.units += used.units
         self.statements += used.statements

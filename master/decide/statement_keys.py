@@ -83,7 +83,8 @@ class StreamStatementKeys:
             return None
         group = self._group
         if self._answers is None or group is None or group[0] is not engine or group[1] is not gate:
-            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True)
+            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True,
+                                      shapes=self.svc.segments.key_shapes)
             group = self._group = (engine, gate)
         return group
 
@@ -127,7 +128,7 @@ class StreamStatementKeys:
         if pending is None:
             return
         rows, tally = pending
-        decided, classes = rows.answers, rows.hits
+        answer, classes = rows.answer, rows.hits
         sums = _core.class_sums(tally, classes)  # per hit class, its keys' statements
         if not sums:
             return
@@ -135,12 +136,12 @@ class StreamStatementKeys:
         alike: list[tuple[Decision, tuple[str, ...], int]] = []
         for klass, times in sums.items():
             if klass < HIT_CLASSES - 1:
-                answer = decided[classes.index(klass)]
-                alike.append((answer.decision, answer.counted, times))
+                first = answer(classes.index(klass))
+                alike.append((first.decision, first.counted, times))
             else:
                 with memoryview(tally).cast("I") as counts:
                     keys = compress(range(len(counts)), classes.translate(_MASKS[klass]))
-                    alike += [(decided[k].decision, decided[k].counted, counts[k]) for k in keys if counts[k]]
+                    alike += [(answer(k).decision, answer(k).counted, counts[k]) for k in keys if counts[k]]
         tally[:] = bytes(len(tally))  # (a send may add to it again: counted from zero)
         state = self.hits.state  # (the rules the stream decided with: a replacing stream's may be the slave's now)
         assert state is not None, "a stream's slave has its state"

@@ -439,7 +439,7 @@ class SlaveStream:
         key_tally = None
         if by_keys is not None:  # (one tally per segment's keys, added to by each send: `account`)
             if self._key_tally is None or self._key_tally[0] is not by_keys:
-                self._key_tally = (by_keys, bytearray(4 * len(by_keys.answers)))
+                self._key_tally = (by_keys, bytearray(4 * len(by_keys.keep)))
             key_tally = self._key_tally[1]
         config = _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept,
                                   server_id=self.master_server_id, heartbeat_crc=crc,

@@ -113,7 +113,8 @@ class _SlaveCounter:
         group = shared.get(key)
         if group is None:
             group = shared[key] = RuleGroup(TransactionFilter(gated(_engine(rules, settings), gate),
-                                                           empty_transactions=KEEP), settings)
+                                                           empty_transactions=KEEP), settings,
+                                            next(iter(shared.values())).keeps.shapes if shared else None)
         self.group = group
         self.filter = group.filter
         self.policy = skip_policy.named(policy_name)

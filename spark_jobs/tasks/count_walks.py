@@ -19,10 +19,6 @@ if TYPE_CHECKING:
     from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
 
 
-def keep_of(stmt: KeyRows | None) -> bytes | None:
-    return None if stmt is None else stmt.keep
-
-
 class _Counted(NamedTuple):
     """A run the count walk took (rules.walk_driver.Ran; `experiment` counts no rule hits by key)."""
 
@@ -72,7 +68,7 @@ class CountWalk:
         stmt = self.counter.keeps.rows(self.keys) if self.space is not None else None
         self._answer(at, stmt)
         assert self.keep is not None and self.row is not None  # (made by `_answer`)
-        return self.keep, keep_of(stmt), self.row
+        return self.keep, None if stmt is None else stmt.keep, self.row
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
         if at == self.declined:
@@ -86,7 +82,7 @@ class CountWalk:
 
     def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
         counter, units = self.counter, self.units
-        stmt_keep = keep_of(stmt)
+        stmt_keep = None if stmt is None else stmt.keep
         if self.keep is None:
             self.keep, self.row, self.cut = counter.keeps.tables(self.names), None, None
         keep = self.keep

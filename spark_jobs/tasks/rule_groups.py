@@ -12,7 +12,7 @@ from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.keep_table import KeepTable
+from dumpfilter.rules.keep_table import KeepTable, KeyShapes
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED, FilterResult, TransactionFilter, lone_statement
@@ -52,9 +52,9 @@ class RuleGroup:
     __slots__ = ("filter", "keeps", "results", "decided", "ordered", "marked", "by_database", "plain", "lone",
                  "engine", "parsed")
 
-    def __init__(self, txn_filter: TransactionFilter, settings: Settings) -> None:
+    def __init__(self, txn_filter: TransactionFilter, settings: Settings, shapes: KeyShapes | None = None) -> None:
         self.filter = txn_filter
-        self.keeps = KeepTable(txn_filter.decider)
+        self.keeps = KeepTable(txn_filter.decider, shapes=shapes)  # (`shapes`: the other groups')
         # Decided ahead only where a decision depends on nothing the walk's order could change
         # between the slaves of the group: MySQL's semantics, no derived tables tracked (WL#2516
         # effective semantics and derived tables follow the stream: each slave decides in its walk).

@@ -90,7 +90,7 @@ def test_a_key_is_decided_once_by_its_bytes_across_id_spaces():
     rows = keeps.rows([Key(0, b"k-new", b"", b"UPDATE t SET a=3"), Key(1, b"k-db1", b"db1", b"x"),
                        Key(2, b"k-db2", b"db2", b"UPDATE t SET a=9")])
     assert rows.keep == bytes([KEEP_DROP, KEEP_KEEP, KEEP_DROP])
-    assert rows.answers[1].decision.apply
+    assert rows.answer(1).decision.apply
     assert decider.keys[2:] == [("UPDATE t SET a=3", None)]  # an empty default database is none
     assert keeps.keys_decided == 3
     keeps.account(rows, Used([Use(2, 1)], units=1, statements=1))  # type: ignore[arg-type]
@@ -112,7 +112,7 @@ def test_a_restricting_gate_is_anded_with_the_rules_answer():
                        Key(2, bytes([_core.KIND_INSERT_SELECT]) + b"shop", b"shop", b"INSERT INTO t SELECT * FROM u")])
     assert rows.keep == bytes([KEEP_KEEP, KEEP_DROP, KEEP_ASK])
     assert rows.gated == bytes([1, 0, 0])
-    assert MASTER_POLICY in rows.answers[1].counted
+    assert MASTER_POLICY in rows.answer(1).counted
     # Without a restriction the gate is no part of the answer.
     plain = KeepTable(gated(rules, Gate(("shop.%",), restricted=False)))
     assert plain.rows([Key(0, update + b"crm", b"crm", b"UPDATE t SET a=1")]).keep == bytes([KEEP_KEEP])
