@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.statement_info import Parses
 from dumpfilter.rules.gate import (
     ALLOWED,
     MASTER_POLICY,
@@ -57,9 +58,10 @@ class Decider(ABC):
     # every statement it answers accounted (`account`).
     keys_statements: bool = False
 
-    def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
+    def decide_statement_key(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Decision:
         """The decision of the key of `sql` (one of its statements), without the accounting
-        `decide_statement` does (see `account`). Asked only when `keys_statements`."""
+        `decide_statement` does (see `account`). Asked only when `keys_statements`. `parses`: a
+        parse memo shared by the rule sets deciding the same keys (a rule engine's)."""
         return self.decide_statement(sql, current_db)
 
     def account(self, decision: Decision, times: int) -> None:  # noqa: B027 - an optional hook

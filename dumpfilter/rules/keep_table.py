@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import NamedTuple, cast
 
 from dumpfilter import _core
@@ -48,6 +49,7 @@ from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK
 from dumpfilter.rules.decider import Decider, Gated, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.gate import Gate
+from dumpfilter.rules.statement_info import Parses
 from dumpfilter.rules.statements import statement_tables
 
 
@@ -122,6 +124,7 @@ class KeyShapes(dict[bytes, int]):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
+        self.parses: Parses = {}
 
     def number(self, keys: Sequence[_core.StatementKey]) -> list[int]:
         raw = [key.key for key in keys]
@@ -138,13 +141,22 @@ class KeyList(list[_core.StatementKey]):
     answers; an `experiment` buffer, each rule group's."""
 
     __slots__ = ("_ids",)
-    _ids: tuple[KeyShapes, list[int]]
+    _ids: tuple[KeyShapes, list[int], Callable[[bytearray], bytes]]
 
-    def ids(self, shapes: KeyShapes) -> list[int]:
+    def ids(self, shapes: KeyShapes) -> tuple[list[int], Callable[[bytearray], bytes]]:
+        """The keys' shape ids, and what reads a table's bytes by shape id at them."""
         found = getattr(self, "_ids", None)
         if found is None or found[0] is not shapes:
-            found = self._ids = (shapes, shapes.number(self))
-        return found[1]
+            found = self._ids = (shapes, *_gather(shapes.number(self)))
+        return found[1], found[2]
+
+
+def _gather(ids: list[int]) -> tuple[list[int], Callable[[bytearray], bytes]]:
+    """`ids`, and what reads a table's bytes by shape id at them (an itemgetter: one loop in C)."""
+    if len(ids) < 2:
+        return ids, lambda codes: bytes(codes[i] for i in ids)
+    at = itemgetter(*ids)
+    return ids, lambda codes: bytes(at(codes))
 
 
 class KeepTable:
@@ -160,16 +172,17 @@ class KeepTable:
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
         self._decider = decider
+        self.shapes = KeyShapes() if shapes is None else shapes
+        parses = self.shapes.parses  # each key's first statement parsed once for the tables that share them
         rules = decider.rules if isinstance(decider, Gated) else decider
         gate = decider.gate if isinstance(decider, Gated) else None
         self.gate = gate if gate is not None and gate.bounds else None
         self._account = rules.account
-        self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db), True))
+        self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db, parses), True))
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._names = bytearray()
         self._names_bytes: bytes | None = None
         self._carried: dict[tuple[str, str], int] | None = None  # see renumber
-        self.shapes = KeyShapes() if shapes is None else shapes
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
         self._codes = bytearray()
         self._answers: list[KeyAnswer | None] = []
@@ -237,20 +250,20 @@ class KeepTable:
         # whose shape ids the segment looked up once, `KeyList`: a shape's code is read by its id;
         # one met for the first time is decided, once)
         shapes, codes = self.shapes, self._codes
-        ids = keys.ids(shapes) if isinstance(keys, KeyList) else shapes.number(keys)
+        ids, gather = keys.ids(shapes) if isinstance(keys, KeyList) else _gather(shapes.number(keys))
         if len(codes) < len(shapes):
             more = len(shapes) - len(codes)
             codes += bytes([_UNDECIDED]) * more
             self._hits += bytes(more)
             self._answers += [None] * more
-        keep = bytes(map(codes.__getitem__, ids))
+        keep = gather(codes)
         if _UNDECIDED in keep:
             for shape, key in zip(ids, keys):
                 if codes[shape] == _UNDECIDED:
                     self._decide_key(shape, key)
-            keep = bytes(map(codes.__getitem__, ids))
+            keep = gather(codes)
         return KeyRows(keep, ids, self._answers, None if self.gate is None else keep.translate(_GATED),
-                       bytes(map(self._hits.__getitem__, ids)))
+                       gather(self._hits))
 
     def account(self, rows: KeyRows, used: _core.KeysUsed) -> None:
         """Account the statements a walk answered by `rows`' key ids (`used`: the walk's

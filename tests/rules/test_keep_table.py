@@ -50,7 +50,7 @@ class Counting(Decider):
     def decide_statement(self, sql: str, current_db: str | None) -> Decision:
         return Decision(current_db == "db1", "db1 only")
 
-    def decide_statement_key(self, sql: str, current_db: str | None) -> Decision:
+    def decide_statement_key(self, sql: str, current_db: str | None, parses: object = None) -> Decision:
         self.keys.append((sql, current_db))
         return self.decide_statement(sql, current_db)
 
