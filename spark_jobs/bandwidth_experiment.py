@@ -233,11 +233,9 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
         sent_unattributed = 0
         applied: set[StatementGroup] = set()
         same = (repr(slave.rules), repr(slave.settings), gate)
-        if same not in applies and decider is engine:
-            applies[same] = [engine.decide_statement_key(sql, group[0] or None, parses).apply
+        if same not in applies:
+            applies[same] = [decider.decide_statement_key(sql, group[0] or None, parses).apply
                              for group, sql, _, _ in shares]
-        elif same not in applies:
-            applies[same] = [decider.decide_statement_key(sql, group[0] or None).apply for group, sql, _, _ in shares]
         for (group, _, size, split), apply in zip(shares, applies[same]):
             if not apply:
                 continue
