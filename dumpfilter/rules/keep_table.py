@@ -38,7 +38,6 @@ the gate's (`_gated_key`), as the master's streams send it."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import NamedTuple, cast
@@ -117,46 +116,29 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
 class KeyShapes(dict[bytes, int]):
     """Statement keys numbered by their bytes (a shape id each, from 0), for the keep tables that
     answer the same buffers (`experiment`'s rule groups, a shadow pass's candidates): a buffer's
-    keys are looked up once for all of them (`KeyList.ids`), and each table reads its answers by
-    shape id, not by the key's bytes. A master's streams share one from their threads: a new
-    key is numbered under a lock (two numbered at once would take the same id)."""
+    keys are looked up once for all of them (the last buffer's ids are kept), and each table reads
+    its answers by shape id, not by the key's bytes. One thread's (a master's streams each number
+    their own)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._lock = threading.Lock()
         self.parses: Parses = {}
+        self._last: tuple[Sequence[_core.StatementKey], Numbered] | None = None
 
-    def number(self, keys: Sequence[_core.StatementKey]) -> list[int]:
-        raw = [key.key for key in keys]
-        ids = list(map(self.get, raw))
-        if None in ids:
-            with self._lock:
-                ids = [self.setdefault(key, len(self)) for key in raw]
-        return cast("list[int]", ids)
-
-
-class KeyList(list[_core.StatementKey]):
-    """A buffer's statement keys with their shape ids in the last `KeyShapes` asked, looked up once
-    for every keep table that answers them: a master's segment, which each of its streams' tables
-    answers; an `experiment` buffer, each rule group's."""
-
-    __slots__ = ("_ids",)
-    _ids: tuple[KeyShapes, list[int], Callable[[bytearray], bytes]]
-
-    def ids(self, shapes: KeyShapes) -> tuple[list[int], Callable[[bytearray], bytes]]:
-        """The keys' shape ids, and what reads a table's bytes by shape id at them."""
-        found = getattr(self, "_ids", None)
-        if found is None or found[0] is not shapes:
-            found = self._ids = (shapes, *_gather(shapes.number(self)))
-        return found[1], found[2]
+    def number(self, keys: Sequence[_core.StatementKey]) -> Numbered:
+        """The shape ids of `keys`, and what reads a table's bytes by shape id at them (an
+        itemgetter: one loop in C)."""
+        if self._last is not None and self._last[0] is keys:
+            return self._last[1]
+        ids = [self.setdefault(key.key, len(self)) for key in keys]
+        # (an itemgetter of one id gives the item, not a tuple of it)
+        at: Callable[[bytearray], Sequence[int]] = itemgetter(*ids) if len(ids) > 1 else lambda c: [c[i] for i in ids]
+        found: Numbered = (ids, lambda codes: bytes(at(codes)))
+        self._last = (keys, found)
+        return found
 
 
-def _gather(ids: list[int]) -> tuple[list[int], Callable[[bytearray], bytes]]:
-    """`ids`, and what reads a table's bytes by shape id at them (an itemgetter: one loop in C)."""
-    if len(ids) < 2:
-        return ids, lambda codes: bytes(codes[i] for i in ids)
-    at = itemgetter(*ids)
-    return ids, lambda codes: bytes(at(codes))
+Numbered = tuple[list[int], Callable[[bytearray], bytes]]  # KeyShapes.number's
 
 
 class KeepTable:
@@ -167,7 +149,7 @@ class KeepTable:
     `shapes`: the key numbering it shares with the tables that answer the same buffers (its own if none)."""
 
     __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
-                 "_carried", "shapes", "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
+                 "_ids_of", "_by_name", "shapes", "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
@@ -182,7 +164,8 @@ class KeepTable:
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._names = bytearray()
         self._names_bytes: bytes | None = None
-        self._carried: dict[tuple[str, str], int] | None = None  # see renumber
+        self._ids_of: Sequence[tuple[str, str]] | None = None  # the list of names `_names` answers
+        self._by_name: dict[tuple[str, str], int] = {}  # each table's keep byte, asked once (`tables`)
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
         self._codes = bytearray()
         self._answers: list[KeyAnswer | None] = []
@@ -194,17 +177,20 @@ class KeepTable:
 
     # -- tables -------------------------------------------------------------------------------
     def tables(self, names: Sequence[tuple[str, str]]) -> bytes:
-        """The keep bytes of `names` by name id (the scanner's list, which only grows)."""
+        """The keep bytes of `names` by name id (a scanner's list, which only grows). Another list
+        (another scanner's ids: a master's next segment, counted by `experiment`'s walk) is
+        answered by name: a table is asked once until `forget_tables`."""
         keep = self._names
+        if names is not self._ids_of:
+            self._ids_of, self._names_bytes = names, None
+            keep.clear()
         if len(keep) < len(names):
-            table_kept = self._decider.table_kept
-            carried = self._carried
-            if carried is None:
-                keep.extend([KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP for i in range(len(keep), len(names))])
-            else:
-                for i in range(len(keep), len(names)):
-                    code = carried.get(names[i])
-                    keep.append(code if code is not None else KEEP_KEEP if table_kept(*names[i]) else KEEP_DROP)
+            known, table_kept = self._by_name, self._decider.table_kept
+            for name in names[len(keep):]:
+                code = known.get(name)
+                if code is None:
+                    code = known[name] = KEEP_KEEP if table_kept(*name) else KEEP_DROP
+                keep.append(code)
             self._names_bytes = None
         if self._names_bytes is None:
             self._names_bytes = bytes(keep)
@@ -214,18 +200,7 @@ class KeepTable:
         """A Format_description event: every table asked again."""
         self._names.clear()
         self._names_bytes = None
-        self._carried = None
-
-    def renumber(self, old: Sequence[tuple[str, str]]) -> None:
-        """The name ids change (another scanner's: a master's next segment, counted by `experiment`'s
-        walk): the answers given for `old` (the ids' names until now) since the last
-        `forget_tables` are taken again by name, not asked again."""
-        carried = self._carried
-        if carried is None:
-            carried = self._carried = {}
-        carried.update(zip(old, self._names))
-        self._names.clear()
-        self._names_bytes = None
+        self._by_name.clear()
 
     # -- statement keys -----------------------------------------------------------------------
     def _decide_key(self, shape: int, key: _core.StatementKey) -> None:
@@ -246,11 +221,11 @@ class KeepTable:
     def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
         """A buffer's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
         `UnitList.statement_units` and `Scanner.statement_units` give them."""
-        # (a master's streams, a count's rule groups, each ask for each of its segments' ~320 keys,
-        # whose shape ids the segment looked up once, `KeyList`: a shape's code is read by its id;
-        # one met for the first time is decided, once)
+        # (a count's rule groups each ask for each of its segments' ~320 keys, whose shape ids
+        # their KeyShapes looked up once: a shape's code is read by its id; one met for the first
+        # time is decided, once)
         shapes, codes = self.shapes, self._codes
-        ids, gather = keys.ids(shapes) if isinstance(keys, KeyList) else _gather(shapes.number(keys))
+        ids, gather = shapes.number(keys)
         if len(codes) < len(shapes):
             more = len(shapes) - len(codes)
             codes += bytes([_UNDECIDED]) * more

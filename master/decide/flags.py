@@ -13,7 +13,7 @@ from dumpfilter.rules.decider import Decider, gate_statement, gate_table
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine, parse_statement
 from dumpfilter.rules.gate import MASTER_POLICY, MASTER_POLICY_ANNOTATION, Gate
-from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statement_info import Kind, Parses, StatementInfo
 from dumpfilter.rules.statements import plain_statement
 from dumpfilter.rules.transaction_filter import framing_statement
 
@@ -30,7 +30,6 @@ Hits = Counter[str]  # rule hits by rule name
 # A statement flag word (bit i: slave i keeps it) and the rule hits by bit (shared: read only).
 WordAnswer = tuple[int, dict[int, Hits]]
 OrderKey = tuple[int, str, int]  # a unit's position key (master.read.schema_feed.order_key)
-Parses = dict[tuple[str, str], StatementInfo]  # a unit's parse memo (Unit.parses)
 Members = list[tuple[int, RuleEngine, Gate]]  # (bit, rule engine, policy gate) of each slave
 
 

@@ -83,8 +83,7 @@ class StreamStatementKeys:
             return None
         group = self._group
         if self._answers is None or group is None or group[0] is not engine or group[1] is not gate:
-            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True,
-                                      shapes=self.svc.segments.key_shapes)
+            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True)
             group = self._group = (engine, gate)
         return group
 

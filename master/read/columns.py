@@ -15,7 +15,6 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter._core import LoneQueries, StatementKey, held_bytes
 from dumpfilter.codec.scanner import UnitList, UnitRecord, unit_record
 from dumpfilter.errors import TruncatedBinlogError
-from dumpfilter.rules.keep_table import KeyList
 from dumpfilter.binlogs.tail import confined_rotate_target
 from dumpfilter.master.read.units import UNIT_KINDS, MariaGtid, MysqlGtid, Pos, TableName, Unit
 from dumpfilter.master.read.windows import ReadBuffer, mapping_cut_short
@@ -277,7 +276,7 @@ class UnitIndex:
                 found = self._statement_units
                 if found is None:
                     read = self.unit_list.statement_units(self._formats())
-                    found = self._statement_units = (KeyList(read.keys), read.units)
+                    found = self._statement_units = (read.keys, read.units)
         return found
 
     def held_bytes(self) -> int:

@@ -23,7 +23,6 @@ from dumpfilter.master.read.listing import SETTLED_NS, BinlogDirectory, StatKey,
 from dumpfilter.master.read.segment_reader import SegmentReader, Steps, drive
 from dumpfilter.master.read.units import Pos, Segment
 from dumpfilter.master.read.windows import MappingFiles, shared_view
-from dumpfilter.rules.keep_table import KeyShapes
 
 # A segment is what one read hands every stream: its fixed Python cost (the file opened at the
 # position, the format read, the UnitList and its index, each stream's answers, tallies and hit
@@ -122,7 +121,6 @@ class SegmentCache(BinlogDirectory):
         self.mappings = MappingFiles()  # the open files their mappings share (and huge pages or not)
         self.read_ahead = read_ahead  # see start_ahead
         self.annotations_ahead = False  # set by a master serving a policy (DumpService): see texts_wanted
-        self.key_shapes = KeyShapes()  # the segments' statement keys, numbered once for every stream's keep table
         self._ahead: OrderedDict[Pos, tuple[Steps, float]] = OrderedDict()  # (steps, since): see start_ahead
         self.cache_bytes = cache_bytes
         self.verify_checksums = verify_checksums

@@ -45,7 +45,7 @@ from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Sca
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
-from dumpfilter.rules.keep_table import KeyList, KeyRows
+from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
@@ -269,7 +269,6 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
     divide = 1 if len(distinct) <= MANY_SLAVES else 2
     cut_found: list[CutEventError] = []
     lone = LoneUnits()  # the lone statements, read once for every rule group
-    seen: list[list[TableName] | None] = [None]
     for fmt_before, buf, base, units, n, crc_len in _up_to_cut(buffers(cuts, divide), cut_found):
         if counters is None:
             fmt = fmt_before
@@ -278,16 +277,7 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, heartbeat, answers)
                         for s, gate in distinct]
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        ids = names()
-        if ids is not seen[0]:  # another scanner's name ids (a master's segment)
-            before = seen[0]
-            # (a master's segments' scanners meet a binlog's tables in the same order: ids that
-            # name what they named keep their keep bytes, not asked again by name per rule set)
-            if before is not None and ids[:len(before)] != before:
-                for keeps in {id(c.keeps): c.keeps for c in counters}.values():
-                    keeps.renumber(before)
-            seen[0] = ids
-        fmt = _count_units(counters, units, n, buf, base, ids, fmt, lone)
+        fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -376,7 +366,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
     # (their bytes read once for every rule group that answers them, `KeyList`; a buffer of fast
     # units holds none)
-    keys = KeyList(units.statement_units(formats)[0] if other else ())
+    keys = units.statement_units(formats)[0] if other else []
     tables = counters[0].out.tables if counters else {}
     for k, size in enumerate(by_table.by_name):
         if size:

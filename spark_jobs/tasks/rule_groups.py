@@ -123,9 +123,8 @@ class RuleGroup:
             if unit.kind == CONTROL:
                 # A Format_description: table ids start again, in order (under MySQL's semantics a
                 # table's answer is its name's, so the keep bytes after it are the same).
-                if k > self.decided and unit.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                    self.filter.reset()
-                    self.keeps.forget_tables()
+                if unit.events[0].type_code == EventType.FORMAT_DESCRIPTION:
+                    self.reset(k)
             elif unit.complete:
                 code = self._by_parse(k, unit)
                 out[k] = code if code is not None else self._code(self.result(k, unit), unit)

@@ -5,7 +5,6 @@ numbered once for every table that shares a numbering."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 from dumpfilter import _core
@@ -14,7 +13,7 @@ from dumpfilter.rules.decider import Decider, gated
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import MASTER_POLICY, Gate
-from dumpfilter.rules.keep_table import KeepTable, KeyList, KeyShapes
+from dumpfilter.rules.keep_table import KeepTable, KeyShapes
 from dumpfilter.rules.parse import StartupFilters
 
 
@@ -120,32 +119,18 @@ def test_a_restricting_gate_is_anded_with_the_rules_answer():
     assert plain.rows([Key(0, update + b"crm", b"crm", b"UPDATE t SET a=1")]).keep == bytes([KEEP_KEEP])
 
 
-def test_tables_sharing_a_numbering_look_a_buffers_keys_up_once_and_answer_each_by_its_rules():
+def test_tables_sharing_a_numbering_number_a_buffers_keys_once_and_answer_each_by_its_rules():
     shapes = KeyShapes()
-    looked: list[int] = []
-    number = shapes.number
-    shapes.number = lambda keys: looked.append(len(keys)) or number(keys)  # type: ignore[method-assign]
     one = KeepTable(engine("--replicate-do-db=db1"), shapes=shapes)
     two = KeepTable(engine("--replicate-do-db=db2"), shapes=shapes)
     update = bytes([_core.KIND_UPDATE])
-    keys = KeyList([Key(0, update + b"db1", b"db1", b"UPDATE t SET a=1"),  # type: ignore[list-item]
-                    Key(1, update + b"db2", b"db2", b"UPDATE t SET a=2")])
-    assert one.rows(keys).keep == bytes([KEEP_KEEP, KEEP_DROP])
-    assert two.rows(keys).keep == bytes([KEEP_DROP, KEEP_KEEP])
-    assert two.rows(keys).answer(1).decision.apply
-    assert looked == [2]
+    keys = [Key(0, update + b"db1", b"db1", b"UPDATE t SET a=1"), Key(1, update + b"db2", b"db2", b"UPDATE t SET a=2")]
+    first, second = one.rows(keys), two.rows(keys)  # type: ignore[arg-type]
+    assert first.keep == bytes([KEEP_KEEP, KEEP_DROP]) and second.keep == bytes([KEEP_DROP, KEEP_KEEP])
+    assert first.ids is second.ids  # the buffer's keys numbered once for both
+    assert second.answer(1).decision.apply and not first.answer(1).decision.apply
     # The next segment: its own ids, a key met before (by its bytes) and a new one.
-    keys = KeyList([Key(0, update + b"db3", b"db3", b"UPDATE t SET a=3"),  # type: ignore[list-item]
-                    Key(1, update + b"db1", b"db1", b"UPDATE t SET a=1")])
-    assert two.rows(keys).keep == bytes([KEEP_DROP, KEEP_DROP])
-    assert one.rows(keys).keep == bytes([KEEP_DROP, KEEP_KEEP])
-    assert looked == [2, 2] and (one.keys_decided, two.keys_decided) == (3, 3) and len(shapes) == 3
-
-
-def test_keys_numbered_from_threads_at_once_take_distinct_ids():
-    shapes = KeyShapes()
-    batches = [[Key(0, b"k%d" % (n * step % 997), b"", b"") for n in range(2000)] for step in range(1, 9)]
-    with ThreadPoolExecutor(8) as pool:
-        numbered = list(pool.map(shapes.number, batches))  # type: ignore[arg-type]
-    assert sorted(shapes.values()) == list(range(997))
-    assert all(ids == [shapes[k.key] for k in batch] for batch, ids in zip(batches, numbered))
+    keys = [Key(0, update + b"db3", b"db3", b"UPDATE t SET a=3"), Key(1, update + b"db1", b"db1", b"UPDATE t SET a=1")]
+    assert two.rows(keys).keep == bytes([KEEP_DROP, KEEP_DROP])  # type: ignore[arg-type]
+    assert one.rows(keys).keep == bytes([KEEP_DROP, KEEP_KEEP])  # type: ignore[arg-type]
+    assert (one.keys_decided, two.keys_decided) == (3, 3) and len(shapes) == 3
