@@ -123,10 +123,7 @@ class _SlaveCounter:
         # Rows_query text it may refuse by the reference path (master/decide/policy_check.py): the
         # units whose texts the core cannot show reach only kept tables go one at a time here.
         self.guards = self.filter.decider.checks_annotations
-        # The keep table (per table name and, where the rules' answer is a function of the key
-        # alone, per statement key, ANDed with a restricting gate as the master does).
-        self.keeps = group.keeps
-        self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(self.keeps)  # its walks over each buffer
+        self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(group.keeps)  # its walks over each buffer
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
         self.out.heartbeat_size = heartbeat_size  # (a Heartbeat's body is the file's name)
@@ -386,7 +383,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         counter.out.statements = counters[0].out.statements
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
-    keeps = list(dict.fromkeys(c.keeps.tables(names) for c in counters))
+    keeps = list(dict.fromkeys(c.group.keeps.tables(names) for c in counters))
     rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
     by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     lone.buffer(units, formats, txn)

@@ -43,7 +43,7 @@ class CountWalk:
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
         self.fast_only = fast_only and not counter.guards
-        self.space = units if counter.keeps.keys_enabled and keys else None
+        self.space = units if counter.group.keeps.keys_enabled and keys else None
         self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
         self.row: bytes | None = None
         self.declined = -1  # where the walk last stopped: a unit for `step`
@@ -65,7 +65,7 @@ class CountWalk:
     def answers(self, at: int) -> tuple[bytes, bytes | None, bytes]:
         """The slave's keep bytes per name and per statement key, and its answers per unit from
         `at` (`run`'s, with the keys' rows its driver would ask its keep table for)."""
-        stmt = self.counter.keeps.rows(self.keys) if self.space is not None else None
+        stmt = self.counter.group.keeps.rows(self.keys) if self.space is not None else None
         self._answer(at, stmt)
         assert self.keep is not None and self.row is not None  # (made by `_answer`)
         return self.keep, None if stmt is None else stmt.keep, self.row
@@ -84,7 +84,7 @@ class CountWalk:
         counter, units = self.counter, self.units
         stmt_keep = None if stmt is None else stmt.keep
         if self.keep is None:
-            self.keep, self.row, self.cut = counter.keeps.tables(self.names), None, None
+            self.keep, self.row, self.cut = counter.group.keeps.tables(self.names), None, None
         keep = self.keep
         if self.row is None:  # made once for the slaves that answer alike
             made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
