@@ -60,20 +60,31 @@ def dumpfilter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           timeout=300, stdin=subprocess.DEVNULL)
 
 
-def test_the_reference_filter_refuses_rows_without_their_map(tmp_path):
+def _checker(kind: str, engine):
+    """What takes each unit: the reference TransactionFilter, or a slave's check of what its master
+    sends (slave/trust.py: a hostile or broken master cannot slip one table's rows in as another's)."""
+    from dumpfilter.slave.config import Counters
+    from dumpfilter.slave.trust import MasterTrust
+
+    if kind == "reference filter":
+        return TransactionFilter(engine).filter
+    return MasterTrust(engine, "warn", Counters(), lambda _text: None, lambda _text: None).unit
+
+
+@pytest.mark.parametrize("kind", ["reference filter", "slave check"])
+def test_rows_without_their_map_are_refused(tmp_path, kind):
     from dumpfilter.codec import TransactionGrouper
     from dumpfilter.errors import MalformedEventError
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.parse import StartupFilters
 
     path, offset = craft(tmp_path)
-    engine = RuleEngine(StartupFilters.from_options([("replicate-do-db", "db2")]).global_rules)
-    tfilter = TransactionFilter(engine)
+    check = _checker(kind, RuleEngine(StartupFilters.from_options([("replicate-do-db", "db2")]).global_rules))
     grouper = TransactionGrouper()
     with path.open("rb") as stream, pytest.raises(MalformedEventError) as info:
         for event in BinlogReader(stream, str(path)):
             for txn in grouper.push(event):
-                tfilter.filter(txn)
+                check(txn)
     assert info.value.offset == offset and "no Table_map in its statement" in str(info.value)
 
 
@@ -115,24 +126,3 @@ def test_the_master_refuses_the_stream_with_data_loss(tmp_path, master_factory):
         message = slave.info.last_error if hasattr(slave.info, "last_error") else ""
     assert "Table_map" in message and f"at byte {offset}" in message, message
 
-
-def test_the_slaves_check_refuses_rows_without_their_map(tmp_path):
-    """A slave checking what its master sends (slave/trust.py) refuses the crafted rows event with
-    the file offset, as the filters do: a hostile or broken master cannot slip one table's rows in
-    as another's."""
-    from dumpfilter.codec import TransactionGrouper
-    from dumpfilter.errors import MalformedEventError
-    from dumpfilter.rules.evaluate import RuleEngine
-    from dumpfilter.rules.parse import StartupFilters
-    from dumpfilter.slave.config import Counters
-    from dumpfilter.slave.trust import MasterTrust
-
-    path, offset = craft(tmp_path)
-    engine = RuleEngine(StartupFilters.from_options([("replicate-do-db", "db2")]).global_rules)
-    trust = MasterTrust(engine, "warn", Counters(), lambda _text: None, lambda _text: None)
-    grouper = TransactionGrouper()
-    with path.open("rb") as stream, pytest.raises(MalformedEventError) as info:
-        for event in BinlogReader(stream, str(path)):
-            for txn in grouper.push(event):
-                trust.unit(txn)
-    assert info.value.offset == offset and "no Table_map in its statement" in str(info.value)
