@@ -49,18 +49,20 @@ class RuleGroup:
     (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse
     are decided one by one."""
 
-    __slots__ = ("filter", "keeps", "results", "decided", "ordered", "marked", "by_database", "plain", "lone",
+    __slots__ = ("filter", "keeps", "results", "decided", "ahead", "marked", "by_database", "plain", "lone",
                  "engine", "parsed")
 
     def __init__(self, txn_filter: TransactionFilter, settings: Settings, shapes: KeyShapes | None = None) -> None:
         self.filter = txn_filter
         self.keeps = KeepTable(txn_filter.decider, shapes=shapes)  # (`shapes`: the other groups')
-        # Decided ahead only where a decision depends on nothing the walk's order could change
-        # between the slaves of the group: MySQL's semantics, no derived tables tracked (WL#2516
-        # effective semantics and derived tables follow the stream: each slave decides in its walk).
-        self.ordered = settings.semantics == "mysql" and not settings.track_derived_tables
+        # Decided ahead of the walk (`mark`) but where a table's answer follows the stream: with
+        # derived tables tracked (WL#40) the walk's table asks and the group's decisions interleave
+        # as each slave meets them. Otherwise a table's answer is its name's (WL#2516's effective
+        # semantics too), and the group decides its units in stream order either way.
+        self.ahead = not settings.track_derived_tables
         decider = txn_filter.decider
-        engine = decider if self.ordered and isinstance(decider, RuleEngine) else None
+        mysql = settings.semantics == "mysql" and self.ahead
+        engine = decider if mysql and isinstance(decider, RuleEngine) else None
         self.by_database = engine is not None and engine.databases_only
         self.plain: dict[str, int] = {}  # by_database: a plain lone statement's row byte by its default database
         # Answered by parse: what the statement names is what rpl_filter.cc reads (no rewrite of
@@ -102,7 +104,7 @@ class RuleGroup:
         it whole or ROW_SKIP where it keeps nothing: the compiled walk then sends it (or what the
         slave's skip policy makes of it) as the master's does (StatementAnswers.row). Units kept in
         part and control events stay ROW_SLOW."""
-        if not self.ordered or ROW_SLOW not in row:
+        if not self.ahead or ROW_SLOW not in row:
             return row
         done = self.marked.get(key)
         if done is not None:
