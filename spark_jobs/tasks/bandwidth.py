@@ -192,10 +192,7 @@ class _SlaveCounter:
         c.events_read += len(txn.events)
         c.bytes_read += txn.size
         if txn.kind == CONTROL:
-            event = txn.events[0]
-            if event.type_code == EventType.FORMAT_DESCRIPTION:
-                self.group.reset(k)
-            if event.type_code in _NOT_FORWARDED:
+            if txn.events[0].type_code in _NOT_FORWARDED:
                 return
             c.kept_events += 1
             c.kept_bytes += self.emit(txn.events)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
-from dumpfilter.codec import EventType, Transaction
+from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
@@ -49,19 +49,16 @@ class RuleGroup:
     (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse
     are decided one by one."""
 
-    __slots__ = ("filter", "keeps", "results", "decided", "ahead", "marked", "by_database", "plain", "lone",
+    __slots__ = ("filter", "keeps", "results", "marked", "by_database", "plain", "lone",
                  "engine", "parsed")
 
     def __init__(self, txn_filter: TransactionFilter, settings: Settings, shapes: KeyShapes | None = None) -> None:
         self.filter = txn_filter
         self.keeps = KeepTable(txn_filter.decider, shapes=shapes)  # (`shapes`: the other groups')
-        # Decided ahead of the walk (`mark`) but where a table's answer follows the stream: with
-        # derived tables tracked (WL#40) the walk's table asks and the group's decisions interleave
-        # as each slave meets them. Otherwise a table's answer is its name's (WL#2516's effective
-        # semantics too), and the group decides its units in stream order either way.
-        self.ahead = not settings.track_derived_tables
+        # (Every unit is decided ahead of the walk, `mark`: a topology's slave tracks no derived
+        # tables, WL#40, so a table's answer is its name's, under WL#2516's effective semantics too.)
         decider = txn_filter.decider
-        mysql = settings.semantics == "mysql" and self.ahead
+        mysql = settings.semantics == "mysql"
         engine = decider if mysql and isinstance(decider, RuleEngine) else None
         self.by_database = engine is not None and engine.databases_only
         self.plain: dict[str, int] = {}  # by_database: a plain lone statement's row byte by its default database
@@ -74,7 +71,6 @@ class RuleGroup:
         self.parsed: dict[int, int] = {}  # a lone statement's row byte by its parse key (LoneUnits.parsed)
         self.lone: LoneUnits | None = None
         self.results: dict[int, FilterResult] = {}
-        self.decided = -1  # the last unit of the buffer `decide` went through
         self.marked: dict[tuple[bytes, bytes | None, bool], bytes] = {}  # rows `mark` made, by what made them
 
     def buffer(self, lone: LoneUnits) -> None:
@@ -82,15 +78,7 @@ class RuleGroup:
         every group that asks."""
         self.results.clear()
         self.marked.clear()
-        self.decided = -1
         self.lone = lone
-
-    def reset(self, k: int) -> None:
-        """A Format_description at unit `k`: the filter's table ids and caches start again, unless
-        `decide` already went past it (and reset them there, in order)."""
-        if k > self.decided:
-            self.filter.reset()
-            self.keeps.forget_tables()
 
     def result(self, k: int, txn: Transaction) -> FilterResult:
         found = self.results.get(k)
@@ -104,7 +92,7 @@ class RuleGroup:
         it whole or ROW_SKIP where it keeps nothing: the compiled walk then sends it (or what the
         slave's skip policy makes of it) as the master's does (StatementAnswers.row). Units kept in
         part and control events stay ROW_SLOW."""
-        if not self.ahead or ROW_SLOW not in row:
+        if ROW_SLOW not in row:
             return row
         done = self.marked.get(key)
         if done is not None:
@@ -117,20 +105,15 @@ class RuleGroup:
                     if code is None:  # the database's first: decided, and its answer kept for the others
                         unit = txn(k)
                         code = self.plain[db] = self._code(self.result(k, unit), unit)
-                        self.decided = max(self.decided, k)
                     out[k] = code
         k = out.find(ROW_SLOW, at)
         while k >= 0:
             unit = txn(k)
-            if unit.kind == CONTROL:
-                # A Format_description: table ids start again, in order (under MySQL's semantics a
-                # table's answer is its name's, so the keep bytes after it are the same).
-                if unit.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                    self.reset(k)
-            elif unit.complete:
+            # (A Format_description resets nothing here: no answer of a topology's rules follows
+            # the server's lifetime, and a unit's table ids are its own Table_maps'.)
+            if unit.kind != CONTROL and unit.complete:
                 code = self._by_parse(k, unit)
                 out[k] = code if code is not None else self._code(self.result(k, unit), unit)
-            self.decided = max(self.decided, k)
             k = out.find(ROW_SLOW, k + 1)
         done = self.marked[key] = bytes(out)
         return done
