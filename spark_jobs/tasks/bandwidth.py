@@ -305,8 +305,7 @@ def _up_to_cut(buffers: Iterator[ScannedBuffer], found: list[CutEventError]) -> 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
                  names: list[TableName], fmt: FormatDescription | None, lone: LoneUnits) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
-    rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
-    keep bytes before what follows it is decided). Returns the format in force after the buffer."""
+    rest one unit at a time, in order per slave. Returns the format in force after the buffer."""
     # The units the core leaves to Python (never fast), as Transactions made once for all slaves,
     # each decoded with the format in force where it stands.
     made: dict[int, Transaction] = {}
@@ -339,7 +338,6 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         return found
 
     crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
-    after_index = set(fdes)
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
@@ -389,7 +387,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     walks = []
     for counter in counters:
         counter.out.tables = tables
-        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, rows, by_keys, formats,
+        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, by_keys, formats,
                                fast_only=not other))
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)

@@ -34,11 +34,11 @@ class CountWalk:
     `fast_only`: every unit of the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction],
                  rows: dict[bytes, bytes], by_keys: dict[tuple[bytes, bytes | None, bool], bytes],
                  formats: list[tuple[int, int, int]], fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
-        self.txn, self.after_index, self.rows = txn, after_index, rows
+        self.txn, self.rows = txn, rows
         self.by_keys, self.formats = by_keys, formats
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
@@ -103,8 +103,6 @@ class CountWalk:
 
     def step(self, at: int) -> int:
         self.counter.unit(self.txn(at), at)
-        if at in self.after_index:
-            self.keep = None  # the keeps were cleared: answers again for what follows
         return at + 1
 
 
