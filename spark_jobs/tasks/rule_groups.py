@@ -28,7 +28,7 @@ class RuleGroup:
     """What the slaves of one rule group (the same rules, settings and gate; their skip policies
     differ) share over a chunk: the keep table, the TransactionFilter, and its answer for each
     unit of the buffer the compiled walk leaves (`result`), decided once for all of them, in
-    stream order (`decide`), as the master's StatementAnswers decides a unit once per rule group.
+    stream order (`mark`), as the master's StatementAnswers decides a unit once per rule group.
     A unit so answered kept whole or skipped whole is handed back to the compiled walk (`mark`),
     so that a binlog's DDL and lone statements cost one decision per rule group, not one trip
     through Python per slave (issue #80: `experiment` with 24 slaves cost slaves x DDL).
@@ -58,8 +58,7 @@ class RuleGroup:
         # (Every unit is decided ahead of the walk, `mark`: a topology's slave tracks no derived
         # tables, WL#40, so a table's answer is its name's, under WL#2516's effective semantics too.)
         decider = txn_filter.decider
-        mysql = settings.semantics == "mysql"
-        engine = decider if mysql and isinstance(decider, RuleEngine) else None
+        engine = decider if settings.semantics == "mysql" and isinstance(decider, RuleEngine) else None
         self.by_database = engine is not None and engine.databases_only
         self.plain: dict[str, int] = {}  # by_database: a plain lone statement's row byte by its default database
         # Answered by parse: what the statement names is what rpl_filter.cc reads (no rewrite of
