@@ -4,10 +4,11 @@ once for all of them (spark_jobs.tasks.bandwidth's counters read it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
+from dumpfilter._core import mark_slow
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
@@ -17,8 +18,9 @@ from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED, FilterResult, TransactionFilter, lone_statement
 
-# A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices).
-Lone = list[tuple[str, Sequence[int]]]
+# A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
+# u32 little-endian, as `_core.mark_slow` takes them).
+Lone = list[tuple[str, bytes]]
 
 if TYPE_CHECKING:
     from dumpfilter.rules.ruleset import Settings
@@ -99,12 +101,10 @@ class RuleGroup:
         out = bytearray(row)
         for db, ks in (self.lone.plain() if self.by_database and self.lone is not None else ()):
             code = self.plain.get(db)
-            for k in ks:
-                if k >= at and out[k] == ROW_SLOW:
-                    if code is None:  # the database's first: decided, and its answer kept for the others
-                        unit = txn(k)
-                        code = self.plain[db] = self._code(self.result(k, unit), unit)
-                    out[k] = code
+            if code is None:  # the database's first: decided, and its answer kept for the others
+                unit = txn(k := int.from_bytes(ks[:4], "little"))
+                code = self.plain[db] = self._code(self.result(k, unit), unit)
+            mark_slow(out, ks, code)
         k = out.find(ROW_SLOW, at)
         while k >= 0:
             unit = txn(k)
@@ -198,6 +198,6 @@ def _plain_units(units: _core.UnitList, formats: list[tuple[int, int, int]]) -> 
     """The buffer's GTID-and-one-plain-statement units by default database, read by the core in
     one call (`UnitList.lone_queries`), with those whose text Python must tell (`plain_statement`)."""
     found = units.lone_queries(formats)
-    out: Lone = [(group.db, memoryview(group.units).cast("I")) for group in found.plain]
-    out += [(q.db, (q.unit,)) for q in found.others if q.plain is None and plain_statement(q.sql)]
+    out: Lone = [(group.db, group.units) for group in found.plain]
+    out += [(q.db, q.unit.to_bytes(4, "little")) for q in found.others if q.plain is None and plain_statement(q.sql)]
     return out
