@@ -116,13 +116,12 @@ class _SlaveCounter:
                                                            empty_transactions=KEEP), settings,
                                             next(iter(shared.values())).keeps.shapes if shared else None)
         self.group = group
-        self.filter = group.filter
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /
         # Rows_query text it may refuse by the reference path (master/decide/policy_check.py): the
         # units whose texts the core cannot show reach only kept tables go one at a time here.
-        self.guards = self.filter.decider.checks_annotations
+        self.guards = group.filter.decider.checks_annotations
         self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(group.keeps)  # its walks over each buffer
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
