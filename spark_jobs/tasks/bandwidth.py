@@ -309,7 +309,6 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # each decoded with the format in force where it stands.
     made: dict[int, Transaction] = {}
     current = fmt
-    crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
     def txn(k: int, keep: bool = True) -> Transaction:
         found = made.get(k)
         if found is None:
