@@ -182,7 +182,7 @@ def parse_set_global(text: str) -> FilterChange | None:
     if option is None or OPTION_TYPES[option] not in REPLICATE_TYPES:
         raise RuleError(f"SET GLOBAL {match['name']}: not a replicate-* filter variable")
     rule_type = OPTION_TYPES[option]
-    raw = _unquote(match["value"])
+    raw = _unquote(match["value"], "SET GLOBAL")
     values = tuple(parse_rewrite_option(v.strip()) if rule_type == "rewrite_db" else v.strip()
                    for v in raw.split(",") if v.strip())
     for value in values:
@@ -292,7 +292,7 @@ def parse_change_master(text: str) -> FilterChange:
         raise RuleError(f"CHANGE MASTER: expected CHANGE MASTER ['name'] TO ..., got {text[:60]!r}")
     channel = match.group(2) if match.group(1) else None
     changes: dict[str, list[RuleValue]] = {}
-    for key, raw in _split_assignments(text[match.end():]):
+    for key, raw in _assignments(text, match.end(), "CHANGE MASTER"):
         rule_type = _change_master_type(key)
         if rule_type is not None:
             changes.setdefault(rule_type, []).append(_change_master_value(rule_type, raw))
@@ -316,11 +316,10 @@ def parse_change_binlog(text: str) -> FilterChange:
     if not match:
         raise RuleError(f"CHANGE BINLOG: expected CHANGE BINLOG ['name'] TO DO=..., IGNORE=..., got {text[:60]!r}")
     changes: dict[str, list[str]] = {}
-    for key, raw in _split_assignments(text[match.end():]):
+    for key, value in _assignments(text, match.end(), "CHANGE BINLOG"):
         rule_type = CHANGE_BINLOG_TYPES.get(key.strip().upper())
         if rule_type is None:
             raise RuleError(f"CHANGE BINLOG: unknown key {key.strip()!r} (WL#2516 gives CHANGE BINLOG DO= and IGNORE=)")
-        value = _unquote(raw.strip())
         validate_rule(rule_type, value)
         changes.setdefault(rule_type, []).append(value)
     if not changes:
@@ -340,8 +339,7 @@ def _option_key(key: str) -> str:
     return "MASTER_" + key.removeprefix("SOURCE_") if key.startswith("SOURCE_") else key
 
 
-def _change_master_value(rule_type: str, raw: str) -> RuleValue:
-    value = _unquote(raw.strip())
+def _change_master_value(rule_type: str, value: str) -> RuleValue:
     if rule_type in ("effective_rewrite", "rewrite_db"):
         if "->" not in value:
             raise RuleError(f"{option_name(rule_type)}: {value!r} has no '->' (expected from->to)")
@@ -350,42 +348,41 @@ def _change_master_value(rule_type: str, raw: str) -> RuleValue:
     return value
 
 
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        lexed = _core.sql_tokens(value)
-        if lexed.error is not None:  # '\' : the quote is escaped, the string never ends
-            raise RuleError(f"CHANGE MASTER: {value[:64]!r}: {lexed.error}")
-        tokens = lexed.tokens
-        if len(tokens) == 1 and tokens[0].kind == "string":
-            return tokens[0].value
-    return value
+def _unquote(value: str, statement: str) -> str:
+    """`value` read as the server reads one string (`'a''b'` is a'b), else as written (`db1.%->db2.%`)."""
+    lexed = _core.sql_tokens(value)
+    if lexed.error is not None:  # '\' : the quote is escaped, the string never ends
+        raise RuleError(f"{statement}: {value[:64]!r}: {lexed.error}")
+    tokens = lexed.tokens
+    return tokens[0].value if len(tokens) == 1 and tokens[0].kind == "string" else value
 
 
-def _split_assignments(text: str) -> list[tuple[str, str]]:
-    """Split `k=v, k='v,w'` at commas outside quotes; a trailing `;` is dropped."""
-    pieces: list[str] = []
-    current: list[str] = []
-    quote: str | None = None
-    for char in text.strip().rstrip(";"):
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == ",":
-            pieces.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    if quote:
-        raise RuleError(f"CHANGE MASTER: unbalanced {quote} in {text.strip()!r}")
-    pieces.append("".join(current))
-    assignments = []
-    for piece in filter(str.strip, pieces):
-        if "=" not in piece:
-            raise RuleError(f"CHANGE MASTER: {piece.strip()!r} is not of the form KEY=value")
-        key, value = piece.split("=", 1)
-        assignments.append((key, value))
+def _assignments(text: str, start: int, statement: str) -> list[tuple[str, str]]:
+    """The `KEY=value, ...` list from offset `start` of `text`, cut at the commas of the core's tokens
+    (not one inside a string, a backquoted name or a comment; a trailing `;` dropped): each key as
+    written, each value `_unquote`d."""
+    lexed = _core.sql_tokens(text)
+    if lexed.error is not None:
+        raise RuleError(f"{statement}: {lexed.error}")
+    tokens = [token for token in lexed.tokens if token.start >= start]
+    end = len(text)
+    while tokens and _is_punct(tokens[-1], ";"):
+        end = tokens.pop().start
+    cuts = [i for i, token in enumerate(tokens) if _is_punct(token, ",")]
+    assignments: list[tuple[str, str]] = []
+    for first, last in zip([-1, *cuts], [*cuts, len(tokens)]):
+        if last == first + 1:
+            continue  # (nothing between two commas)
+        stop = tokens[last].start if last < len(tokens) else end
+        eq = next((tokens[i].start for i in range(first + 1, last) if _is_punct(tokens[i], "=")), None)
+        if eq is None:
+            raise RuleError(f"{statement}: {text[tokens[first + 1].start:stop].strip()!r} is not of the form KEY=value")
+        assignments.append((text[tokens[first + 1].start:eq], _unquote(text[eq + 1:stop].strip(), statement)))
     return assignments
+
+
+def _is_punct(token: _core.SqlToken, char: str) -> bool:
+    return token.kind == "punct" and token.value == char
 
 
 class _TokenReader:

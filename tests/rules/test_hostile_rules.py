@@ -98,6 +98,22 @@ def test_change_master_connection_options_are_still_accepted():
     assert change.changes == (("effective_do", ("db1.%",)),)
 
 
+@pytest.mark.mariadb
+def test_change_master_is_cut_at_the_commas_a_real_server_reads(mariadb_factory):
+    """A real MariaDB 10.11 reads `'a\\',b'` as one string and skips a comment's commas: CHANGE
+    MASTER's assignments are cut where the core's tokens put their commas (the old splitter cut
+    inside both, and named neither its quote's nor its comment's end)."""
+    options = "MASTER_HOST='a\\',b' /* x, y */, MASTER_PORT=3307"
+    server = mariadb_factory("change-master-commas")
+    server.execute([f"CHANGE MASTER TO {options}"])
+    status = server.query("SHOW SLAVE STATUS")[0]
+    assert (status["Master_Host"], str(status["Master_Port"])) == ("a',b", "3307")
+    change = parse_change_master(f"CHANGE MASTER TO {options}, DO='db1.%' -- the WL#2516 key")
+    assert change.changes == (("effective_do", ("db1.%",)),)
+    with pytest.raises(RuleError, match=r"CHANGE MASTER: unbalanced ' in string starting at offset 36"):
+        parse_change_master("CHANGE MASTER TO DO='db1.%', IGNORE='x\\'")
+
+
 def _cli(capsys, *argv) -> tuple[int, str]:
     code = main(list(argv))
     err = capsys.readouterr().err
