@@ -42,7 +42,9 @@ SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, 
                           Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW, Kind.DROP_VIEW})
 
 MAX_SCHEMA_FILE_BYTES = 256 << 20  # a --no-data dump of about a million tables
-_SCHEMA_DDL = lazy_compile(r"\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b", re.IGNORECASE)
+# (a versioned comment that does not lex stays closed: `/*!40101 CREATE TABLE t (a 'x */`)
+_SCHEMA_DDL = lazy_compile(r"\s*(?:/\*M?!\d*)?\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b",
+                           re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,7 @@ class SchemaModel:
             if use:
                 current_db = use.group(1)
                 continue
-            sql = strip_version_comments(statement)
+            sql = strip_comments(statement)
             info = statement_tables(sql, current_db)  # (read once, for the check and the model)
             why = _refused(statement, sql, info, bool(model.databases or model._columns)) if strict else None
             if why:
@@ -200,10 +202,10 @@ class SchemaModel:
         """Replay one statement (a Query event, or a statement of a dump) if it is DDL the model tracks.
         Replaying the same DDL twice leaves the same model (the master shares engines between slaves)."""
         if info is None:
-            info = statement_tables(strip_version_comments(sql), current_db or "")
+            info = statement_tables(strip_comments(sql), current_db or "")
         kind = info.kind
         if kind is Kind.ROUTINE and info.parse_ok and info.target is not None and info.target[0] == "FUNCTION":
-            self._function(strip_version_comments(sql), info)
+            self._function(strip_comments(sql), info)
             return
         if kind not in SCHEMA_KINDS or not info.parse_ok:
             return
@@ -222,7 +224,7 @@ class SchemaModel:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
                     self._trigger_tables.discard(key)
             return
-        sql = strip_version_comments(sql)
+        sql = strip_comments(sql)
         default = current_db or ""
         if info.kind is Kind.CREATE_DB and info.db_statement_name:
             self.databases.add(info.db_statement_name)
@@ -444,9 +446,7 @@ def is_schema_statement(sql: str) -> bool:
     """Whether a statement can change the schema model (cheap: the first keyword, past a dump's
     `/*!50003 ... */` version comments). Only these are parsed when a model is replayed."""
     head = sql[:256]
-    if "/*!" in head:
-        head = strip_version_comments(head)
-    return statement_verb(head) in _SCHEMA_VERBS
+    return statement_verb(strip_comments(sql) if "/*!" in head or "/*M!" in head else head) in _SCHEMA_VERBS
 
 
 # A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
@@ -513,29 +513,25 @@ def _altered(columns: tuple[str, ...] | None, changes: tuple[tuple[str | None, s
     return tuple(names)
 
 
-def strip_version_comments(sql: str) -> str:
-    """`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER ...*/` -> the text the server runs:
-    each `/*!` with 5 or 6 digits (and one space) is replaced by what follows up to the first `*/`.
-    One pass, as the regex `/\\*!\\d{5,6}\\s?(.*?)\\*/` would answer; the regex rescanned the rest
-    of the text from every `/*!` without an end (a COMMENT '/*!50003 /*!50003 ...' any user with
-    CREATE can write into the binlog: quadratic, with the GIL held)."""
-    if "/*!" not in sql:
+def strip_comments(sql: str) -> str:
+    """The text the server runs, as the core's lexer reads it (`_core.sql_tokens`): its comments
+    out (each a blank), a versioned one's code in (`/*!50003 CREATE*/ /*!50017 DEFINER=...*/
+    /*!50003 TRIGGER ...*/`, a dump's); text that does not lex as it is."""
+    lexed = _core.sql_tokens(sql) if "/*" in sql or "#" in sql or "--" in sql else None
+    if lexed is None or lexed.error is not None:
         return sql
     out: list[str] = []
-    at, search, length = 0, 0, len(sql)
-    while (start := sql.find("/*!", search)) >= 0:
-        run = start + 3
-        while run < length and run - start - 3 < 6 and sql[run].isdecimal():
-            run += 1
-        if run - start - 3 < 5:
-            search = start + 1
-            continue
-        if run < length and sql[run].isspace():
-            run += 1
-        end = sql.find("*/", run)
-        if end < 0:
-            break  # no comment ends after this one: none of the later ones does either
-        out += (sql[at:start], sql[run:end])
-        at = search = end + 2
-    out.append(sql[at:])
+    at = 0
+    for token in [*lexed.tokens, None]:
+        gap = sql[at:len(sql) if token is None else token.start]
+        if gap and not gap.isspace():  # a comment: one blank
+            if sql[at - 2:at] == "--":  # (`--/**/x` is minuses and x, `-- x` a comment: the minuses apart)
+                run = at - len(sql[:at].rstrip("-"))
+                del out[-(2 * run - 1):]
+                out.append(" ".join("-" * run))
+            gap = " "
+        out.append(gap)
+        if token is not None:
+            out.append(sql[token.start:token.end])
+            at = token.end
     return "".join(out)

@@ -165,6 +165,21 @@ def test_split_script_follows_delimiters_quotes_and_comments():
     assert split_script(text) == ["SELECT ';'", "CREATE x BEGIN a; b; END", "DO 1"]  # a comment left out, as the client does
 
 
+@pytest.mark.mariadb
+def test_a_versioned_comment_ends_where_the_server_reads_its_end(mariadb_factory):
+    """`*/` inside a string ends no versioned comment: a real MariaDB 10.11 makes a dump's
+    `/*!50001 CREATE VIEW ... '*/' AS b ... */` a view of columns a and b, and the model opens the
+    comment as the core's lexer reads it (the Python stripper ended it at the string's `*/`, and
+    the view's columns were unknown)."""
+    view = "/*!50001 CREATE VIEW d.v AS SELECT a, '*/' AS b FROM d.t */"
+    server = mariadb_factory("versioned-view")
+    server.execute(["CREATE DATABASE d", "CREATE TABLE d.t (a INT)", view])
+    rows = server.query("SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'd' "
+                        "AND table_name = 'v' ORDER BY ordinal_position")
+    model = SchemaModel.from_sql(f"CREATE DATABASE d;\nCREATE TABLE d.t (a INT);\n{view};\n", strict=True)
+    assert model.columns("d", "v") == tuple(row["c"] for row in rows) == ("a", "b")
+
+
 def test_explain_with_schema_file(tmp_path, capsys):
     schema = tmp_path / "schema.sql"
     schema.write_text(SEED)

@@ -96,7 +96,12 @@ TRICKY_TOKENS = [
 
 @pytest.mark.parametrize("text,expected", TRICKY_TOKENS, ids=[t for t, _ in TRICKY_TOKENS])
 def test_tricky_tokens(text, expected):
-    assert [tuple(token) for token in _core.sql_tokens(text).tokens] == expected
+    tokens = _core.sql_tokens(text).tokens
+    assert [(token.kind, token.value, token.start) for token in tokens] == expected
+    # Each token's span is its text as written: a word or punctuation its value, a quoted one in its quotes.
+    spans = [text[token.start:token.end] for token in tokens]
+    assert [s if t.kind in ("word", "punct") else s[0] + s[-1] for s, t in zip(spans, tokens)] == [
+        t.value if t.kind in ("word", "punct") else text[t.start] * 2 for t in tokens]
 
 
 @pytest.mark.parametrize("text,offset", [("`a``", 0), ("x 'abc\\'", 2), ('"', 0), ("a /* b", 2), ("'a\\", 0)])

@@ -12,12 +12,13 @@ use crate::facts::lex::{lex, Cur, Kind, Unlexed};
 
 records! {
     /// One token: its kind ("word", "quoted_ident", "string" or "punct"), its value (a name
-    /// unquoted, a string unescaped as MySQL reads it) and its first character's offset (a quoted
-    /// token's opening quote).
+    /// unquoted, a string unescaped as MySQL reads it), its first character's offset (a quoted
+    /// token's opening quote) and the offset after its last.
     SqlToken = "SqlToken" {
         kind: &'static str,
         value: Py<PyString>,
         start: usize,
+        end: usize,
     }
 
     /// `sql_tokens`: the tokens of a text, or (tokens empty) the one line saying where a quote or
@@ -130,6 +131,7 @@ pub(super) fn sql_tokens(text: &Bound<'_, PyString>, ansi_quotes: bool) -> PyRes
             kind,
             value,
             start: char_at(t.start),
+            end: char_at(t.end),
         })
     });
     Ok(SqlTokens {
