@@ -130,6 +130,7 @@ def test_junk_on_the_command_line_is_one_line_and_exit_2(tmp_path):
     ("CREATE TABLE d.t (a int /* ) */", "CREATE TABLE d.t (a int /* ) */)"),
     ("CREATE TABLE d.t (a int COMMENT ')' -- (\n", "CREATE TABLE d.t (a int COMMENT ')' -- (\n)"),
     ("/*!40101 CREATE TABLE d.t (a int */", "/*!40101 CREATE TABLE d.t (a int) */"),
+    ("/*!40101 CREATE TABLE d.t (a 'x */", "/*!40101 CREATE TABLE d.t (a int) */"),  # (no lexing: left closed)
     ("CREATE TABLE d.t (a int COMMENT 'open", "CREATE TABLE d.t (a int COMMENT 'x')"),
 ])
 def test_ddl_cut_short_is_refused_and_whole_ddl_is_lexed_by_the_core_alone(cut, whole):
