@@ -76,7 +76,7 @@ def answers(corpus_path: str, out_path: str) -> None:
     """Per schema statement, the model it makes alone and the columns of its tables replayed in order
     per source; lint's text readings of ALTER, INSERT, REPLACE and CREATE; the final models."""
     from dumpfilter.rules import lint_sql
-    from dumpfilter.rules.schema import SchemaModel, is_schema_statement, strip_comments
+    from dumpfilter.rules.schema import SchemaModel, is_schema_statement, strip_version_comments
     from dumpfilter.rules.statements import statement_tables
 
     def dump(m: SchemaModel) -> dict[str, object]:
@@ -103,7 +103,7 @@ def answers(corpus_path: str, out_path: str) -> None:
                 alone = SchemaModel()
                 alone.observe(sql, db)
                 model = models.setdefault(src, SchemaModel())
-                info = statement_tables(strip_comments(sql), db or "")
+                info = statement_tables(strip_version_comments(sql), db or "")
                 model.observe(sql, db, info)
                 record += [dump(alone), [[list(t), model.columns(*t)] for t in info.updated]]
             if len(record) > 3:

@@ -105,7 +105,7 @@ class SchemaModel:
             if use:
                 current_db = use.group(1)
                 continue
-            sql = strip_comments(statement)
+            sql = strip_version_comments(statement)
             info = statement_tables(sql, current_db)  # (read once, for the check and the model)
             why = _refused(statement, sql, info, bool(model.databases or model._columns)) if strict else None
             if why:
@@ -202,10 +202,10 @@ class SchemaModel:
         """Replay one statement (a Query event, or a statement of a dump) if it is DDL the model tracks.
         Replaying the same DDL twice leaves the same model (the master shares engines between slaves)."""
         if info is None:
-            info = statement_tables(strip_comments(sql), current_db or "")
+            info = statement_tables(strip_version_comments(sql), current_db or "")
         kind = info.kind
         if kind is Kind.ROUTINE and info.parse_ok and info.target is not None and info.target[0] == "FUNCTION":
-            self._function(strip_comments(sql), info)
+            self._function(strip_version_comments(sql), info)
             return
         if kind not in SCHEMA_KINDS or not info.parse_ok:
             return
@@ -224,7 +224,7 @@ class SchemaModel:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
                     self._trigger_tables.discard(key)
             return
-        sql = strip_comments(sql)
+        sql = strip_version_comments(sql)
         default = current_db or ""
         if info.kind is Kind.CREATE_DB and info.db_statement_name:
             self.databases.add(info.db_statement_name)
@@ -446,7 +446,9 @@ def is_schema_statement(sql: str) -> bool:
     """Whether a statement can change the schema model (cheap: the first keyword, past a dump's
     `/*!50003 ... */` version comments). Only these are parsed when a model is replayed."""
     head = sql[:256]
-    return statement_verb(strip_comments(sql) if "/*!" in head or "/*M!" in head else head) in _SCHEMA_VERBS
+    if "/*!" in head or "/*M!" in head:  # (up to where the head leaves a quote or comment open)
+        head = strip_version_comments(head[:_core.sql_tokens(head).error_offset or None])
+    return statement_verb(head) in _SCHEMA_VERBS
 
 
 # A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
@@ -513,11 +515,12 @@ def _altered(columns: tuple[str, ...] | None, changes: tuple[tuple[str | None, s
     return tuple(names)
 
 
-def strip_comments(sql: str) -> str:
-    """The text the server runs, as the core's lexer reads it (`_core.sql_tokens`): its comments
-    out (each a blank), a versioned one's code in (`/*!50003 CREATE*/ /*!50017 DEFINER=...*/
-    /*!50003 TRIGGER ...*/`, a dump's); text that does not lex as it is."""
-    lexed = _core.sql_tokens(sql) if "/*" in sql or "#" in sql or "--" in sql else None
+def strip_version_comments(sql: str) -> str:
+    """A text holding a versioned comment (`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER
+    ...*/`, a dump's) as the server runs it, as the core's lexer reads it (`_core.sql_tokens`): its
+    comments out (each a blank), the versioned code in; any other text, or one that does not lex, as
+    it is."""
+    lexed = _core.sql_tokens(sql) if "/*!" in sql or "/*M!" in sql else None
     if lexed is None or lexed.error is not None:
         return sql
     out: list[str] = []

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel, is_schema_statement, strip_comments
+from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel, is_schema_statement, strip_version_comments
 from dumpfilter.rules.statement_info import StatementInfo
 from dumpfilter.rules.statements import statement_tables
 
@@ -73,7 +73,7 @@ class SchemaTimeline:
                 continue  # already logged (a feed never goes back, but be safe)
             if not is_schema_statement(sql):
                 continue
-            info = statement_tables(strip_comments(sql), db or "")
+            info = statement_tables(strip_version_comments(sql), db or "")
             if info.kind not in SCHEMA_KINDS or not info.parse_ok:
                 continue
             self._keys.append(at)

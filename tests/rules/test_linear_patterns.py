@@ -15,7 +15,7 @@ from dumpfilter import _core
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.parse import parse_filter_statement
 from dumpfilter.rules.percent_captures import PercentCaptures
-from dumpfilter.rules.schema import strip_comments
+from dumpfilter.rules.schema import strip_version_comments
 from dumpfilter.rules.statements import statement_tables
 
 
@@ -35,16 +35,16 @@ def test_rewrite_captures_are_the_greedy_regex_groups(pattern, key):
                 max_size=16))
 @settings(max_examples=1500)
 def test_opened_version_comments_lex_as_the_text_does(pieces):
-    """One home: the text the schema model reads (comments out, versioned comments opened) holds
+    """One home: the text the schema model reads (versioned comments opened, comments out) holds
     the tokens the core's lexer reads in the text itself; text that does not lex is left as it is."""
     sql = "".join(pieces)
     lexed = _core.sql_tokens(sql)
-    opened = strip_comments(sql)
+    opened = strip_version_comments(sql)
     if lexed.error is not None:
         assert opened == sql
     else:
         assert [(t.kind, t.value) for t in _core.sql_tokens(opened).tokens] == [(t.kind, t.value) for t in lexed.tokens]
-        assert strip_comments(opened) == opened  # (no comment is left)
+        assert strip_version_comments(opened) == opened  # (none is left to open)
 
 
 @pytest.mark.timeout(120)
@@ -58,8 +58,8 @@ def test_inputs_that_took_the_regexes_days_complete():
     with pytest.raises(RuleError, match="replicate-do-db: unbalanced"):
         parse_filter_statement("CHANGE REPLICATION FILTER REPLICATE_DO_DB = (" + "REPLICATE_" * 100_000 + " 'x")
     comment = "CREATE TABLE t (a INT) COMMENT '" + "/*!50003 " * 200_000 + "'"  # 4*10^10 steps for the regex
-    assert strip_comments(comment) == comment
-    assert strip_comments("/*!50003 " * 100_000 + "*/") == " "  # (no token: one blank for the whole)
+    assert strip_version_comments(comment) == comment
+    assert strip_version_comments("/*!50003 " * 100_000 + "*/") == " "  # (no token: one blank for the whole)
     rename = statement_tables("ALTER TABLE t RENAME TO `" + "a." * 200_000 + "`.t", "d").renames
     assert rename == ((("d", "t"), ("a." * 200_000, "t")),)
     with pytest.raises(RuleError, match="replicate-ignore-table: unbalanced"):
