@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
@@ -67,10 +66,9 @@ class SchemaModel:
     """Tables are keyed (db, table) as the binlog spells them; columns are lower-cased (column names are
     case-insensitive in MySQL and MariaDB). A table whose column list is unknown maps to None.
 
-    Column lists are worked out when first asked for: a CREATE or ALTER TABLE is only recorded (its text,
-    against the table), and parsed the first time a decision needs that table's columns. A binlog full
-    of DDL thus costs a dict update per statement, and sqlglot runs for the few tables a multi-table
-    UPDATE names. CREATE ... SELECT is resolved at once (its column list depends on its sources then)."""
+    Column lists change as each statement is replayed: the core's facts read CREATE TABLE's columns
+    and ALTER TABLE's changes (every one of the matrix binlogs'); sqlglot reads the rest (CREATE ...
+    SELECT, a view, what the core declines)."""
 
     databases: set[str] = field(default_factory=set)
     triggers: dict[TableRef, Trigger] = field(default_factory=dict)  # (db, trigger name) -> Trigger
@@ -84,7 +82,6 @@ class SchemaModel:
     # the primary and on a replica alike (the call is logged as the calling statement).
     functions: dict[TableRef, tuple[tuple[TableRef, str], ...] | None] = field(default_factory=dict)
     _columns: dict[TableRef, tuple[str, ...] | None] = field(default_factory=dict)
-    _pending: dict[TableRef, tuple[tuple[str, str, str], ...]] = field(default_factory=dict)  # (op, sql, db)
     # Every table a trigger is on, and maybe more (built at the first DROP TABLE): a dump drops each
     # table before it creates it, and that must not cost a look at every trigger (N tables x T).
     _trigger_tables: set[TableRef] | None = field(default=None, compare=False, repr=False)
@@ -187,14 +184,11 @@ class SchemaModel:
 
     def copy(self) -> SchemaModel:
         return SchemaModel(set(self.databases), dict(self.triggers), self.source, set(self.views),
-                           dict(self.view_reads), dict(self.functions), _columns=dict(self._columns),
-                           _pending=dict(self._pending))
+                           dict(self.view_reads), dict(self.functions), _columns=dict(self._columns))
 
     @property
     def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
-        """Every table with its column list (resolving what is still pending)."""
-        for key in list(self._pending):
-            self._resolve(key)
+        """Every table with its column list."""
         return dict(self._columns)
 
     # ------------------------------------------------------------------ replay
@@ -212,14 +206,13 @@ class SchemaModel:
         if kind is Kind.DROP_TABLE:  # (the DDL workloads repeat most: scratch tables dropped, created)
             if info.temporary:
                 return
-            columns, pending = self._columns, self._pending
+            columns = self._columns
             if self._trigger_tables is None:
                 self._trigger_tables = {t.table for t in self.triggers.values()}
             for key in info.updated:
                 if key in self.views:
                     continue  # DROP TABLE leaves a view (MariaDB: 1965 "is a view"; with IF EXISTS a note, logged)
                 columns.pop(key, None)
-                pending.pop(key, None)
                 if key in self._trigger_tables:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
                     self._trigger_tables.discard(key)
@@ -232,7 +225,6 @@ class SchemaModel:
             name = info.db_statement_name
             self.databases.discard(name)
             self._columns = {key: cols for key, cols in self._columns.items() if key[0] != name}
-            self._pending = {key: ops for key, ops in self._pending.items() if key[0] != name}
             self.views = {key for key in self.views if key[0] != name}
             self.view_reads = {key: read for key, read in self.view_reads.items() if key[0] != name}
             self.functions = {key: writes for key, writes in self.functions.items() if key[0] != name}
@@ -242,7 +234,7 @@ class SchemaModel:
                 return  # a temporary table shadows the base table for its session only; not modelled
             self._create_table(info, sql, default)
         elif info.kind is Kind.ALTER_TABLE and info.updated:
-            self._alter_table(info, sql, default)
+            self._alter_table(info)
         elif info.kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
                 self._rename(old, new)
@@ -255,7 +247,6 @@ class SchemaModel:
                     self.views.discard(key)
                     self.view_reads.pop(key, None)
                     self._columns.pop(key, None)
-                    self._pending.pop(key, None)
         elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
             self._create_trigger(info)
         elif info.kind is Kind.DROP_TRIGGER and info.trigger:
@@ -267,54 +258,27 @@ class SchemaModel:
         if table in self._columns and _IF_NOT_EXISTS.search(sql):
             return  # logged, but the existing table is left as it is
         if info.columns is not None:  # read by the core (rules.statement_facts)
-            self._pending.pop(table, None)
             self._columns[table] = info.columns
-        elif _SELECT.search(sql):
-            columns = create_columns(sql, default, self.columns)
-            self._pending.pop(table, None)
-            self._columns[table] = columns
-        elif info.read and _LIKE.search(sql):
+        elif info.read and _LIKE.search(sql) and not _SELECT.search(sql):
             source = self._key(*info.read[0])
-            columns, pending = (self._columns.get(source), self._pending.get(source)) if source else (None, None)
-            self._columns[table] = columns
-            self._pending.pop(table, None)
-            if pending:
-                self._pending[table] = pending
+            self._columns[table] = self._columns.get(source) if source else None
         else:
-            self._pending.pop(table, None)
-            self._columns[table] = None
-            self._pending[table] = (("create", sql, default),)
+            self._columns[table] = create_columns(sql, default, self.columns)
 
     def _create_view(self, view: TableRef, sql: str, default: str) -> None:
         """CREATE [OR REPLACE] VIEW and ALTER VIEW (both logged as CREATE_VIEW): its columns are its
-        column list, else its SELECT's names. `SELECT *` is expanded now, from the tables as they are
-        (the server stores the expanded list); otherwise the text is read when first asked for."""
+        column list, else its SELECT's names (`SELECT *` expanded from the tables as they are: the
+        server stores the expanded list)."""
         sql = _CHECK_OPTION.sub("", re.sub(r"^\s*ALTER\b", "CREATE", sql, count=1, flags=re.IGNORECASE))  # (sqlglot)
         self.databases.add(view[0])
         self.views.add(view)
-        self._pending.pop(view, None)
-        self._columns[view] = None
-        if "*" in sql and _STAR_COLUMN.search(sql):
-            self._columns[view] = create_columns(sql, default, self.columns)
-        else:
-            self._pending[view] = (("create", sql, default),)
+        self._columns[view] = create_columns(sql, default, self.columns)
 
-    def _alter_table(self, info: StatementInfo, sql: str, default: str) -> None:
-        table = info.updated[0]
-        if table not in self._columns:
-            self._columns[table] = None  # altered before we saw it: known to exist, columns unknown
-        self._pending[table] = self._pending.get(table, ()) + (("alter", sql, default),)
+    def _alter_table(self, info: StatementInfo) -> None:
+        table = info.updated[0]  # (altered before we saw it: known to exist, columns unknown)
+        self._columns[table] = _altered(self._columns.get(table), info.column_changes)
         for old, new in info.renames:  # RENAME TO
             self._rename(old, new)
-
-    def _resolve(self, table: TableRef) -> None:
-        columns = self._columns.get(table)
-        for op, sql, default in self._pending.pop(table, ()):
-            if op == "create":
-                columns = create_columns(sql, default, self.columns)
-            else:
-                columns = _altered(columns, statement_tables(sql, default).column_changes)
-        self._columns[table] = columns
 
     def _rename(self, old: TableRef, new: TableRef) -> None:
         if old in self._columns and old != new:
@@ -324,9 +288,6 @@ class SchemaModel:
                 if old in self.view_reads:
                     self.view_reads[new] = self.view_reads.pop(old)
             self._columns[new] = self._columns.pop(old)
-            self._pending.pop(new, None)
-            if old in self._pending:
-                self._pending[new] = self._pending.pop(old)
             # Triggers move with their table (same schema only; MySQL refuses a cross-db rename otherwise).
             for key, trig in list(self.triggers.items()):
                 if trig.table == old:
@@ -370,13 +331,7 @@ class SchemaModel:
 
     def columns(self, db: str, table: str) -> tuple[str, ...] | None:
         key = self._key(db, table)
-        if key is None:
-            return None
-        if key in self._pending:
-            with _RESOLVING:  # the master's slaves share models: one thread resolves a table
-                if key in self._pending:
-                    self._resolve(key)
-        return self._columns[key]
+        return None if key is None else self._columns[key]
 
     def base_tables(self, ref: TableRef) -> tuple[TableRef, ...]:
         """The tables a write naming `ref` writes: a view's base tables (views over views followed;
@@ -404,8 +359,6 @@ class SchemaModel:
         return sorted(found, key=lambda t: t.timing != "BEFORE")
 
 
-_RESOLVING = threading.Lock()
-_STAR_COLUMN = lazy_compile(r"(?:\bSELECT(?:\s+DISTINCT)?|,)\s*(?:(?:`[^`]*`|\w+)\s*\.\s*)*\*", re.IGNORECASE)
 _CHECK_OPTION = lazy_compile(r"\s+WITH\s+(?:CASCADED\s+|LOCAL\s+)?CHECK\s+OPTION\s*;?\s*$", re.IGNORECASE)
 _SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
 # What a schema dump's statements begin with (mysqldump and mariadb-dump --no-data, with the options
