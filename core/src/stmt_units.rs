@@ -139,11 +139,12 @@ impl StmtUnits {
         self.pieces.get(lo as usize..hi as usize)
     }
 
-    /// One stream's answers for the statement units that `row` leaves to Python (ROW_SLOW), from
-    /// its keep byte per key id (KEEP_KEEP, KEEP_DROP; anything else, or none: left as it is):
-    /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
-    pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
-        self.cols.rows(row, keep);
+    /// Each stream's answers for the statement units that its row leaves to Python (ROW_SLOW),
+    /// from its keep byte per key id (`keeps`, one per row; KEEP_KEEP, KEEP_DROP; anything else,
+    /// or none: left as it is): ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none
+    /// kept) or ROW_PARTIAL; one read of the units' keys for all of them (KeyColumns::rows).
+    pub fn rows<R: AsMut<[u8]>>(&self, rows: &mut [R], keeps: &[&[u8]]) {
+        self.cols.rows(rows, keeps);
     }
 
     /// Unit k without its dropped statements: the bytes, as they were (positions not
@@ -523,12 +524,12 @@ mod tests {
             (&[1, 0], ROW_PARTIAL, 3),
         ] {
             let mut row = vec![ROW_SLOW];
-            s.rows(&mut row, keep);
+            s.rows(&mut [&mut row], &[keep]);
             assert_eq!(row[0], code);
             assert_eq!(s.partial(0, &buf, keep).unwrap().1, events);
         }
         let mut row = vec![ROW_SLOW];
-        s.rows(&mut row, &[1]);
+        s.rows(&mut [&mut row], &[&[1]]);
         assert_eq!(row[0], ROW_SLOW, "a key without an answer");
         let mut counts = vec![0u32; 2];
         s.count(0, 1, &mut counts);

@@ -208,11 +208,11 @@ class _Lint(KeyVerdicts):
                 cls = self.key_class(key, decode_text(db), decode_text(sql))
             bad[key_id] = cls == _UNSAFE
             columns[key_id] = cls == _COLUMNS
-        need = bytearray(units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED))
+        need = bytearray(units.statement_rows([units.rows(bytes(self.names))], [bytes(bad)])[0].translate(_NEED))
         if any(columns):
             # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
             # statements do not all pass (`Heads.failing`) are fed.
-            looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
+            looked = units.statement_rows([units.rows(bytes(len(self.names)))], [bytes(columns)])[0].translate(_NEED)
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
             if any(check):
                 assert self.heads is not None  # (set by _lint_units)
@@ -417,7 +417,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
         formats = [(current.post_header_len(_QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
     keys, _ = units.statement_units(formats)
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
-    structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
+    structural = units.statement_rows([units.rows(bytes(len(names)))], [bytes(len(keys))])[0]
     heads = Heads(units, n, buf, keys, current)
     for lint in lints:
         lint.heads = heads

@@ -266,7 +266,7 @@ class _SlaveWalk:
             keep = self.keeps.tables(self.full.names)
             by_table = units.rows(keep)
             if keys is not None:
-                by_table, stmt_keep = units.statement_rows(by_table, keys.keep), keys.keep
+                by_table, stmt_keep = units.statement_rows([by_table], [keys.keep])[0], keys.keep
             row = bytearray(by_table)
         k = row.find(ROW_SLOW, self.start, self.stop)
         while k >= 0:

@@ -1,8 +1,8 @@
 """One slave's count walk over one scanned buffer of `experiment`'s chunk (`CountWalk`, a
-rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made once for the
-slaves that answer alike), the core's count walk over each run of units it can take, the rest one
-unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds what
-each did to the slave's counts."""
+rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made for every slave
+of the buffer at once by `Rows`), the core's count walk over each run of units it can take, the
+rest one unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds
+what each did to the slave's counts."""
 
 from __future__ import annotations
 
@@ -26,28 +26,69 @@ class _Counted(NamedTuple):
     by_keys: None = None
 
 
+class Rows:
+    """Every slave's answers per unit of one buffer, by (keep bytes, statement keep bytes, guard):
+    made for all of them in two reads of the units, the table answers of each distinct keep bytes
+    (`UnitList.rows_many`), then the statement units' of each distinct pair (`UnitList.statement_rows`),
+    and a restricted gate's guarded units (`_guarded`). A slave asked again (its keeps cleared by a
+    Format_description) is made the same way, alone. `formats`: the buffer's, as
+    `UnitList.statement_units` took them."""
+
+    def __init__(self, units: _core.UnitList, names: list[TableName], formats: list[tuple[int, int, int]]) -> None:
+        self.units, self.names, self.formats = units, names, formats
+        self.made: dict[tuple[bytes, bytes | None, bool], bytes] = {}
+
+    def make(self, wanted: list[tuple[bytes, KeyRows | None, bool]]) -> None:
+        """The answers of every (keep bytes, statement keys' answers, guard) of `wanted` not made yet."""
+        todo = {(keep, None if stmt is None else stmt.keep, guards): (keep, stmt, guards)
+                for keep, stmt, guards in wanted}
+        todo = {key: want for key, want in todo.items() if key not in self.made}
+        if not todo:
+            return
+        units, keeps = self.units, list(dict.fromkeys(keep for keep, _, _ in todo.values()))
+        by_table = dict(zip(keeps, units.rows_many(keeps)))
+        rows = {key: by_table[keep] for key, (keep, _, _) in todo.items()}
+        keyed = [(key, stmt) for key, (_, stmt, _) in todo.items() if stmt is not None]
+        if keyed:
+            made = units.statement_rows([rows[key] for key, _ in keyed], [stmt.keep for _, stmt in keyed],
+                                        [stmt.gated for _, stmt in keyed], self.formats)
+            rows.update(zip([key for key, _ in keyed], made))
+        for key, (keep, _, guards) in todo.items():
+            self.made[key] = _guarded(units, rows[key], keep, self.names, self.formats) if guards else rows[key]
+
+    def row(self, keep: bytes, stmt: KeyRows | None, guards: bool) -> bytes:
+        """The answers of one slave (made now if not yet)."""
+        key = (keep, None if stmt is None else stmt.keep, guards)
+        if key not in self.made:
+            self.make([(keep, stmt, guards)])
+        return self.made[key]
+
+
 class CountWalk:
     """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
-    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
-    bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
-    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys;
-    `fast_only`: every unit of the buffer is fast (none left to Python)."""
+    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `rows`: the buffer's
+    answers, shared by its slaves; `keys`: the buffer's statement keys; `fast_only`: every unit of
+    the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
                  keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
-                 rows: dict[bytes, bytes], by_keys: dict[tuple[bytes, bytes | None, bool], bytes],
-                 formats: list[tuple[int, int, int]], fast_only: bool = False) -> None:
+                 rows: Rows, fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
         self.txn, self.after_index, self.rows = txn, after_index, rows
-        self.by_keys, self.formats = by_keys, formats
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
         self.fast_only = fast_only and not counter.guards
         self.space = units if counter.group.keeps.keys_enabled and keys else None
+        # The statement keys' answers (the driver asks its keep table for the same at its first run).
+        self.stmt = counter.group.keeps.rows(keys) if self.space is not None else None
         self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
         self.row: bytes | None = None
         self.declined = -1  # where the walk last stopped: a unit for `step`
         self.hour(0, n)
+
+    def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
+        """What the slave's answers are made of (`Rows.make`)."""
+        return self.counter.group.keeps.tables(self.names), self.stmt, self.counter.guards
 
     def hour(self, start: int, stop: int) -> None:
         """The units of the next hour: the walk ends with it, its answers end there (a run that
@@ -65,10 +106,9 @@ class CountWalk:
     def answers(self, at: int) -> tuple[bytes, bytes | None, bytes]:
         """The slave's keep bytes per name and per statement key, and its answers per unit from
         `at` (`run`'s, with the keys' rows its driver would ask its keep table for)."""
-        stmt = self.counter.group.keeps.rows(self.keys) if self.space is not None else None
-        self._answer(at, stmt)
+        self._answer(at, self.stmt)
         assert self.keep is not None and self.row is not None  # (made by `_answer`)
-        return self.keep, None if stmt is None else stmt.keep, self.row
+        return self.keep, None if self.stmt is None else self.stmt.keep, self.row
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
         if at == self.declined:
@@ -81,20 +121,13 @@ class CountWalk:
         return _Counted(self.declined)
 
     def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
-        counter, units = self.counter, self.units
+        counter = self.counter
         stmt_keep = None if stmt is None else stmt.keep
         if self.keep is None:
             self.keep, self.row, self.cut = counter.group.keeps.tables(self.names), None, None
         keep = self.keep
-        if self.row is None:  # made once for the slaves that answer alike
-            made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
-            if made_row is None:
-                made_row = self.rows.get(keep) or units.rows(keep)
-                if stmt is not None:
-                    made_row = units.statement_rows(made_row, stmt.keep, stmt.gated, self.formats)
-                if counter.guards:
-                    made_row = _guarded(units, made_row, keep, self.names, self.formats)
-                self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
+        if self.row is None:
+            made_row = self.rows.row(keep, stmt, counter.guards)
             # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
             # of what decides a run, so of its key
             self.row = made_row if self.fast_only else \

@@ -39,8 +39,8 @@ def _segments(directory: Path, ahead: bool, segment_bytes: int, monkeypatch) -> 
         index = seg.index
         keys, units = index.statement_units()
         slow = bytes([ROW_SLOW]) * len(index.unit_list)
-        answers = [index.unit_list.statement_rows(slow, bytes(pattern(i) for i in range(len(keys))))
-                   for pattern in (lambda i: 1, lambda i: 0, lambda i: i % 2)]
+        patterns = (lambda i: 1, lambda i: 0, lambda i: i % 2)
+        answers = index.unit_list.statement_rows([slow] * 3, [bytes(p(i) for i in range(len(keys))) for p in patterns])
         out.append((seg.start, keys, units, answers, index.unit_list.statements_ahead))
         if seg.at_end:
             break

@@ -437,21 +437,28 @@ impl PyUnitList {
         })
     }
 
-    /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
-    /// keep byte per key id (see stmt_units::StmtUnits::rows); `row` itself without
-    /// `statement_units` called first. `gated`, `formats`: a master policy's keys kept only for
-    /// texts that reach their table alone (see gate_reads::GateReads::statement_rows).
-    #[pyo3(signature = (row, keep, gated = None, formats = None))]
+    /// `rows` (each from `rows` or `rows_many`) with the statement units each leaves ROW_SLOW
+    /// answered from its stream's keep byte per key id (`keeps`, one per row), in one read of the
+    /// units' keys for all of them (see stmt_units::StmtUnits::rows); `rows` themselves without
+    /// `statement_units` called first. `gated` (one per row, None: not gated), `formats`: a master
+    /// policy's keys kept only for texts that reach their table alone (see
+    /// gate_reads::GateReads::statement_rows).
+    #[pyo3(signature = (rows, keeps, gated = None, formats = None))]
+    #[gen_stub(override_return_type(type_repr = "list[bytes]"))]
     fn statement_rows<'py>(
         &self,
         py: Python<'py>,
-        row: &[u8],
-        keep: &[u8],
-        gated: Option<&[u8]>,
+        rows: Vec<Bound<'py, PyBytes>>,
+        keeps: Vec<Bound<'py, PyBytes>>,
+        gated: Option<Vec<Option<Bound<'py, PyBytes>>>>,
         formats: Option<Vec<(usize, usize, usize)>>,
-    ) -> Bound<'py, PyBytes> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let (on, stmts) = ((&self.list, &self.bufs[..], &self.gate), self.stmts.get());
-        super::unit_list_reads::statement_rows(py, on, stmts, row, keep, gated, formats)
+        let rows: Vec<Vec<u8>> = rows.iter().map(|r| r.as_bytes().to_vec()).collect();
+        let keeps: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
+        let gated = gated.as_ref().map(|g| g.iter().map(|g| g.as_ref().map(|g| g.as_bytes())).collect());
+        let rows = super::unit_list_reads::statement_rows(py, on, stmts, rows, &keeps, gated, formats)?;
+        PyList::new(py, rows.iter().map(|row| PyBytes::new(py, row)))
     }
 
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core

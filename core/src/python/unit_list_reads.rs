@@ -4,6 +4,7 @@
 //! the test a gated stream's keys stand on (`reaches_key_alone`), and its MySQL GTIDs' runs.
 
 use dumpfilter_stub_attrs::stub;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
@@ -71,28 +72,39 @@ pub(super) fn lone_queries(
 
 /// `UnitList.statement_rows` (see there) of `list`, its parts' buffers `bufs`, its statement
 /// units `stmts` (when read) and its gate reads `gate`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn statement_rows<'py>(
-    py: Python<'py>,
+pub(super) fn statement_rows(
+    py: Python<'_>,
     (list, bufs, gate): (&UnitList, &[Held], &GateReads),
     stmts: Option<&StmtUnits>,
-    row: &[u8],
-    keep: &[u8],
-    gated: Option<&[u8]>,
+    mut rows: Vec<Vec<u8>>,
+    keeps: &[&[u8]],
+    gated: Option<Vec<Option<&[u8]>>>,
     formats: Option<Vec<(usize, usize, usize)>>,
-) -> Bound<'py, PyBytes> {
-    let mut out = row.to_vec();
-    if let Some(st) = stmts {
-        st.rows(&mut out, keep);
-        if let Some(gated) = gated {
-            let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
-            let formats = formats.unwrap_or_default();
-            py.detach(|| {
-                gate.statement_rows(list, st, &bufs, &formats, row, &mut out, keep, gated)
-            });
-        }
+) -> PyResult<Vec<Vec<u8>>> {
+    let gated = gated.unwrap_or_else(|| vec![None; rows.len()]);
+    if keeps.len() != rows.len() || gated.len() != rows.len() {
+        return Err(PyValueError::new_err(
+            "statement_rows: one keep (and one gated, if given) per row",
+        ));
     }
-    PyBytes::new(py, &out)
+    let Some(st) = stmts else {
+        return Ok(rows);
+    };
+    // (the rows as given, where a gate may take a key's answer back: see GateReads::statement_rows)
+    let by_table: Vec<Option<Vec<u8>>> = (rows.iter().zip(&gated))
+        .map(|(row, g)| g.as_ref().filter(|g| g.contains(&1)).map(|_| row.clone()))
+        .collect();
+    let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
+    let formats = formats.unwrap_or_default();
+    py.detach(|| {
+        st.rows(&mut rows, keeps);
+        for (k, (row, g)) in by_table.iter().zip(&gated).enumerate() {
+            if let (Some(row), Some(g)) = (row, g) {
+                gate.statement_rows(list, st, &bufs, &formats, row, &mut rows[k], keeps[k], g);
+            }
+        }
+    });
+    Ok(rows)
 }
 
 /// `UnitList.annotations_unshown` (see there) of `list` (its buffers `bufs`, its gate reads
