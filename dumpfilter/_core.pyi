@@ -1581,10 +1581,14 @@ class UnitList:
         One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
         from its keep byte per name id (any byte but KEEP_DROP: kept).
         """
-    def rows_many(self, keeps: list[bytes]) -> list[bytes]:
+    def rows_many(self, keeps: list[bytes], stmt_keeps: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, gated: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, formats: typing.Optional[typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]] = None) -> list[bytes]:
         r"""
         `rows` for many slaves (their keep bytes), over one read of the units (see
-        rows::rows_many): a list of answer bytes, in order.
+        rows::rows_many): a list of answer bytes, in order. `stmt_keeps` (after `statement_units`;
+        one per slave, None: its statement units stay ROW_SLOW): the statement units answered too,
+        from each slave's keep byte per key id. `gated` (one per slave, None: not gated),
+        `formats`: a master policy's keys kept only for texts that reach their table alone (see
+        gate_reads::GateReads::statement_rows).
         """
     def statement_units(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]) -> StatementUnits:
         r"""
@@ -1593,15 +1597,6 @@ class UnitList:
         per key, and the units decided by keys. Only after the list's scans are done. The scan thread's build
         (`scan_start`'s `statements`) is taken when the list is its one part and `formats` is the
         format it read under (`statements_ahead` then true); otherwise they are read now.
-        """
-    def statement_rows(self, rows: typing.Sequence[bytes], keeps: typing.Sequence[bytes], gated: typing.Optional[typing.Sequence[typing.Optional[bytes]]] = None, formats: typing.Optional[typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]] = None) -> list[bytes]:
-        r"""
-        `rows` (each from `rows` or `rows_many`) with the statement units each leaves ROW_SLOW
-        answered from its stream's keep byte per key id (`keeps`, one per row), in one read of the
-        units' keys for all of them (see stmt_units::StmtUnits::rows); `rows` themselves without
-        `statement_units` called first. `gated` (one per row, None: not gated), `formats`: a master
-        policy's keys kept only for texts that reach their table alone (see
-        gate_reads::GateReads::statement_rows).
         """
     def annotations_unshown(self, row: bytes, keep: bytes, names: typing.Sequence[tuple[builtins.str, builtins.str]], formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]) -> builtins.list[builtins.int]:
         r"""
@@ -1830,7 +1825,7 @@ def relay_run(scanner: Scanner, buf: bytes, start: builtins.int, keep: bytes, lo
 
 def relayed(units: UnitList, row: bytes, keep: bytes, start: builtins.int, stop: builtins.int, skips: bytes, crc: builtins.bool, stmt_keep: bytes | None = None) -> Relayed:
     r"""
-    What a slave with answers `row` (from `UnitList.rows`, `statement_rows`), keep bytes `keep`
+    What a slave with answers `row` (from `UnitList.rows`, `rows_many`), keep bytes `keep`
     per name id and `stmt_keep` per statement key id relays of units[start..stop] of `units`
     under each skip policy of `skips` (`SKIP_*`; `crc`: the events carry checksums), until the
     first unit it cannot answer under all of them (see send::relayed): `simulate --verify`'s

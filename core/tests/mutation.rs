@@ -458,15 +458,10 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         .map(|_| rng.below(3) as u8)
         .collect();
     assert_eq!(
-        plan.rows_many(&[&keep, &other]),
+        plan.rows_many(&[&keep, &other], None),
         vec![plan.rows(&keep), plan.rows(&other)],
         "iteration {iteration}"
     );
-    let row: Vec<u8> = if rng.below(2) == 0 {
-        plan.rows(&keep)
-    } else {
-        (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
-    };
     let mut pending = [0u8; 23]; // (a Heartbeat owed: an event of its size, as the runs are counted back)
     pending[9] = 23;
     let sbuf = &data[..out.stop.max(start)];
@@ -475,10 +470,13 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         &[sbuf],
         &[(rng.below(40), 4 * rng.below(2), 0)],
     );
-    let mut srow = row.clone();
     let skeep: Vec<u8> = (0..st.keys.len()).map(|_| rng.below(3) as u8).collect();
-    st.rows(&mut srow, &skeep);
-    let row = srow;
+    let row: Vec<u8> = if rng.below(2) == 0 {
+        let by_keys = (st.columns(), &[Some(&skeep[..])][..]);
+        plan.rows_many(&[&keep], Some(by_keys)).remove(0)
+    } else {
+        (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
+    };
     let sopt = SendOptions {
         batch_bytes: rng.next() >> 50,
         // No limit as `experiment` counts (`walk`'s counting-only way, from the list's sums).
@@ -753,7 +751,7 @@ fn rows_answer_per_unit() {
     let tids = [0u32, 1, 1, 0, 9];
     let bounds = [u32::MAX, 0, 0, 0, 0, 2, 2, 3, 3, 4, 4, 5];
     assert_eq!(
-        rows_many(&tids, &bounds, &[&[1, 0]]),
+        rows_many(&tids, &bounds, &[&[1, 0]], None),
         [vec![3, 2, 1, 0, 2, 3]]
     );
 }

@@ -71,7 +71,7 @@ class KeyRows(NamedTuple):
     """A segment's answers by its key ids (`KeepTable.rows`): the keep byte per key id, each id's
     shape (`KeyShapes`) and the answers by shape (`answer`), and under a restricting gate a byte
     per key id, 1 where its KEEP_KEEP holds only for the statements whose text reaches the key's
-    table alone (`UnitList.statement_rows`' `gated`: the others go to Python, which reads their
+    table alone (`UnitList.rows_many`' `gated`: the others go to Python, which reads their
     whole reach); else None."""
 
     keep: bytes

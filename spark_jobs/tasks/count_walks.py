@@ -28,11 +28,10 @@ class _Counted(NamedTuple):
 
 class Rows:
     """Every slave's answers per unit of one buffer, by (keep bytes, statement keep bytes, guard):
-    made for all of them in two reads of the units, the table answers of each distinct keep bytes
-    (`UnitList.rows_many`), then the statement units' of each distinct pair (`UnitList.statement_rows`),
-    and a restricted gate's guarded units (`_guarded`). A slave asked again (its keeps cleared by a
-    Format_description) is made the same way, alone. `formats`: the buffer's, as
-    `UnitList.statement_units` took them."""
+    made for all of them in one read of the units (`UnitList.rows_many`: each distinct pair's
+    Table_maps and statement keys), then a restricted gate's guarded units (`_guarded`). A slave
+    asked again (its keeps cleared by a Format_description) is made the same way, alone.
+    `formats`: the buffer's, as `UnitList.statement_units` took them."""
 
     def __init__(self, units: _core.UnitList, names: list[TableName], formats: list[tuple[int, int, int]]) -> None:
         self.units, self.names, self.formats = units, names, formats
@@ -45,16 +44,10 @@ class Rows:
         todo = {key: want for key, want in todo.items() if key not in self.made}
         if not todo:
             return
-        units, keeps = self.units, list(dict.fromkeys(keep for keep, _, _ in todo.values()))
-        by_table = dict(zip(keeps, units.rows_many(keeps)))
-        rows = {key: by_table[keep] for key, (keep, _, _) in todo.items()}
-        keyed = [(key, stmt) for key, (_, stmt, _) in todo.items() if stmt is not None]
-        if keyed:
-            made = units.statement_rows([rows[key] for key, _ in keyed], [stmt.keep for _, stmt in keyed],
-                                        [stmt.gated for _, stmt in keyed], self.formats)
-            rows.update(zip([key for key, _ in keyed], made))
-        for key, (keep, _, guards) in todo.items():
-            self.made[key] = _guarded(units, rows[key], keep, self.names, self.formats) if guards else rows[key]
+        rows = self.units.rows_many([keep for keep, _, _ in todo], [stmt_keep for _, stmt_keep, _ in todo],
+                                    [None if stmt is None else stmt.gated for _, stmt, _ in todo.values()], self.formats)
+        for (key, (keep, _, guards)), row in zip(todo.items(), rows):
+            self.made[key] = _guarded(self.units, row, keep, self.names, self.formats) if guards else row
 
     def row(self, keep: bytes, stmt: KeyRows | None, guards: bool) -> bytes:
         """The answers of one slave (made now if not yet)."""

@@ -199,7 +199,7 @@ fuzz_target!(|data: &[u8]| {
     // Many slaves at once answer as each alone.
     let other: Vec<u8> = keep.iter().map(|k| k ^ (control & 1)).collect();
     assert_eq!(
-        plan.rows_many(&[&keep, &other, &keep[..keep.len() / 2]]),
+        plan.rows_many(&[&keep, &other, &keep[..keep.len() / 2]], None),
         vec![
             row.clone(),
             plan.rows(&other),

@@ -77,11 +77,18 @@ pub(super) fn mark_slow<'py>(
 /// binlog's keys so, a thirtieth of the shadow pass's instructions).
 #[stub]
 #[pyfunction]
-pub(super) fn gather<'py>(py: Python<'py>, table: &Bound<'py, PyByteArray>, ids: &[u8]) -> Bound<'py, PyBytes> {
+pub(super) fn gather<'py>(
+    py: Python<'py>,
+    table: &Bound<'py, PyByteArray>,
+    ids: &[u8],
+) -> Bound<'py, PyBytes> {
     // SAFETY: no Python code runs while the bytearray's buffer is borrowed here.
     let table = unsafe { table.as_bytes() };
     let at = |i: &[u8]| u32::from_le_bytes([i[0], i[1], i[2], i[3]]) as usize;
-    let out: Vec<u8> = ids.chunks_exact(4).map(|i| table.get(at(i)).copied().unwrap_or(0xFF)).collect();
+    let out: Vec<u8> = ids
+        .chunks_exact(4)
+        .map(|i| table.get(at(i)).copied().unwrap_or(0xFF))
+        .collect();
     PyBytes::new(py, &out)
 }
 

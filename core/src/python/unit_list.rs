@@ -42,7 +42,7 @@ pub(super) struct PyUnitList {
     pub(super) ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
     took_ahead: std::sync::atomic::AtomicBool,
-    /// What gated streams read of the texts, once for all (`statement_rows`, `annotations_unshown`).
+    /// What gated streams read of the texts, once for all (`rows_many`, `annotations_unshown`).
     gate: GateReads,
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
@@ -392,11 +392,24 @@ impl PyUnitList {
     }
 
     /// `rows` for many slaves (their keep bytes), over one read of the units (see
-    /// rows::rows_many): a list of answer bytes, in order.
+    /// rows::rows_many): a list of answer bytes, in order. `stmt_keeps` (after `statement_units`;
+    /// one per slave, None: its statement units stay ROW_SLOW): the statement units answered too,
+    /// from each slave's keep byte per key id. `gated` (one per slave, None: not gated),
+    /// `formats`: a master policy's keys kept only for texts that reach their table alone (see
+    /// gate_reads::GateReads::statement_rows).
+    #[pyo3(signature = (keeps, stmt_keeps = None, gated = None, formats = None))]
     #[gen_stub(override_return_type(type_repr = "list[bytes]"))]
-    fn rows_many<'py>(&self, py: Python<'py>, keeps: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
-        let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
-        let out = py.detach(|| self.list.rows_many(&refs));
+    fn rows_many<'py>(
+        &self,
+        py: Python<'py>,
+        keeps: Vec<Vec<u8>>,
+        stmt_keeps: Option<Vec<Option<Vec<u8>>>>,
+        gated: Option<Vec<Option<Vec<u8>>>>,
+        formats: Option<Vec<(usize, usize, usize)>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let on = (&self.list, &self.bufs[..], &self.gate);
+        let by_keys = self.stmts.get().zip(stmt_keeps);
+        let out = super::unit_list_reads::rows_many(py, on, &keeps, by_keys, gated, formats)?;
         PyList::new(py, out.iter().map(|row| PyBytes::new(py, row)))
     }
 
@@ -435,30 +448,6 @@ impl PyUnitList {
             keys: statement_keys(py, &st.keys)?,
             units: st.units,
         })
-    }
-
-    /// `rows` (each from `rows` or `rows_many`) with the statement units each leaves ROW_SLOW
-    /// answered from its stream's keep byte per key id (`keeps`, one per row), in one read of the
-    /// units' keys for all of them (see stmt_units::StmtUnits::rows); `rows` themselves without
-    /// `statement_units` called first. `gated` (one per row, None: not gated), `formats`: a master
-    /// policy's keys kept only for texts that reach their table alone (see
-    /// gate_reads::GateReads::statement_rows).
-    #[pyo3(signature = (rows, keeps, gated = None, formats = None))]
-    #[gen_stub(override_return_type(type_repr = "list[bytes]"))]
-    fn statement_rows<'py>(
-        &self,
-        py: Python<'py>,
-        rows: Vec<Bound<'py, PyBytes>>,
-        keeps: Vec<Bound<'py, PyBytes>>,
-        gated: Option<Vec<Option<Bound<'py, PyBytes>>>>,
-        formats: Option<Vec<(usize, usize, usize)>>,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let (on, stmts) = ((&self.list, &self.bufs[..], &self.gate), self.stmts.get());
-        let rows: Vec<Vec<u8>> = rows.iter().map(|r| r.as_bytes().to_vec()).collect();
-        let keeps: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
-        let gated = gated.as_ref().map(|g| g.iter().map(|g| g.as_ref().map(|g| g.as_bytes())).collect());
-        let rows = super::unit_list_reads::statement_rows(py, on, stmts, rows, &keeps, gated, formats)?;
-        PyList::new(py, rows.iter().map(|row| PyBytes::new(py, row)))
     }
 
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
