@@ -116,13 +116,12 @@ class _SlaveCounter:
                                                            empty_transactions=KEEP), settings,
                                             next(iter(shared.values())).keeps.shapes if shared else None)
         self.group = group
-        self.filter = group.filter
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /
         # Rows_query text it may refuse by the reference path (master/decide/policy_check.py): the
         # units whose texts the core cannot show reach only kept tables go one at a time here.
-        self.guards = self.filter.decider.checks_annotations
+        self.guards = group.filter.decider.checks_annotations
         self.driver: Driver[KeyRows, _core.KeysUsed] = Driver(group.keeps)  # its walks over each buffer
 
         self.out = ChunkCounts(chunk.file_index, chunk.start, SlaveCounts(slave=name))
@@ -192,10 +191,7 @@ class _SlaveCounter:
         c.events_read += len(txn.events)
         c.bytes_read += txn.size
         if txn.kind == CONTROL:
-            event = txn.events[0]
-            if event.type_code == EventType.FORMAT_DESCRIPTION:
-                self.group.reset(k)
-            if event.type_code in _NOT_FORWARDED:
+            if txn.events[0].type_code in _NOT_FORWARDED:
                 return
             c.kept_events += 1
             c.kept_bytes += self.emit(txn.events)
@@ -308,13 +304,11 @@ def _up_to_cut(buffers: Iterator[ScannedBuffer], found: list[CutEventError]) -> 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
                  names: list[TableName], fmt: FormatDescription | None, lone: LoneUnits) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
-    rest one unit at a time, in order per slave (a Format_description resets a slave's filter and
-    keep bytes before what follows it is decided). Returns the format in force after the buffer."""
+    rest one unit at a time, in order per slave. Returns the format in force after the buffer."""
     # The units the core leaves to Python (never fast), as Transactions made once for all slaves,
     # each decoded with the format in force where it stands.
     made: dict[int, Transaction] = {}
     current = fmt
-    crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
     def txn(k: int, keep: bool = True) -> Transaction:
         found = made.get(k)
         if found is None:
@@ -342,7 +336,6 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         return found
 
     crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
-    after_index = set(fdes)
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
@@ -388,7 +381,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     walks = []
     for counter in counters:
         counter.out.tables = tables
-        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, after_index, rows, fast_only=not other))
+        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, fast_only=not other))
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps and one of their statement keys per 64 distinct answers, not one per slave.
     rows.make([walk.wanted() for walk in walks])

@@ -29,8 +29,7 @@ class _Counted(NamedTuple):
 class Rows:
     """Every slave's answers per unit of one buffer, by (keep bytes, statement keep bytes, guard):
     made for all of them in one read of the units (`UnitList.rows_many`: each distinct pair's
-    Table_maps and statement keys), then a restricted gate's guarded units (`_guarded`). A slave
-    asked again (its keeps cleared by a Format_description) is made the same way, alone.
+    Table_maps and statement keys), then a restricted gate's guarded units (`_guarded`).
     `formats`: the buffer's, as `UnitList.statement_units` took them."""
 
     def __init__(self, units: _core.UnitList, names: list[TableName], formats: list[tuple[int, int, int]]) -> None:
@@ -38,23 +37,14 @@ class Rows:
         self.made: dict[tuple[bytes, bytes | None, bool], bytes] = {}
 
     def make(self, wanted: list[tuple[bytes, KeyRows | None, bool]]) -> None:
-        """The answers of every (keep bytes, statement keys' answers, guard) of `wanted` not made yet."""
+        """The answers of every (keep bytes, statement keys' answers, guard) of `wanted`."""
         todo = {(keep, None if stmt is None else stmt.keep, guards): (keep, stmt, guards)
                 for keep, stmt, guards in wanted}
-        todo = {key: want for key, want in todo.items() if key not in self.made}
-        if not todo:
-            return
-        rows = self.units.rows_many([keep for keep, _, _ in todo], [stmt_keep for _, stmt_keep, _ in todo],
-                                    [None if stmt is None else stmt.gated for _, stmt, _ in todo.values()], self.formats)
+        gated = [None if stmt is None else stmt.gated for _, stmt, _ in todo.values()]
+        rows = self.units.rows_many([keep for keep, _, _ in todo], [stmt_keep for _, stmt_keep, _ in todo], gated,
+                                    self.formats)
         for (key, (keep, _, guards)), row in zip(todo.items(), rows):
             self.made[key] = _guarded(self.units, row, keep, self.names, self.formats) if guards else row
-
-    def row(self, keep: bytes, stmt: KeyRows | None, guards: bool) -> bytes:
-        """The answers of one slave (made now if not yet)."""
-        key = (keep, None if stmt is None else stmt.keep, guards)
-        if key not in self.made:
-            self.make([(keep, stmt, guards)])
-        return self.made[key]
 
 
 class CountWalk:
@@ -64,24 +54,24 @@ class CountWalk:
     the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], after_index: set[int],
-                 rows: Rows, fast_only: bool = False) -> None:
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Rows,
+                 fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
-        self.txn, self.after_index, self.rows = txn, after_index, rows
+        self.txn, self.rows = txn, rows
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
         self.fast_only = fast_only and not counter.guards
         self.space = units if counter.group.keeps.keys_enabled and keys else None
         # The statement keys' answers (the driver asks its keep table for the same at its first run).
         self.stmt = counter.group.keeps.rows(keys) if self.space is not None else None
-        self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
+        self.keep = counter.group.keeps.tables(names)  # the slave's keep bytes per name
         self.row: bytes | None = None
         self.declined = -1  # where the walk last stopped: a unit for `step`
         self.hour(0, n)
 
     def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
         """What the slave's answers are made of (`Rows.make`)."""
-        return self.counter.group.keeps.tables(self.names), self.stmt, self.counter.guards
+        return self.keep, self.stmt, self.counter.guards
 
     def hour(self, start: int, stop: int) -> None:
         """The units of the next hour: the walk ends with it, its answers end there (a run that
@@ -99,9 +89,7 @@ class CountWalk:
     def answers(self, at: int) -> tuple[bytes, bytes | None, bytes]:
         """The slave's keep bytes per name and per statement key, and its answers per unit from
         `at` (`run`'s, with the keys' rows its driver would ask its keep table for)."""
-        self._answer(at, self.stmt)
-        assert self.keep is not None and self.row is not None  # (made by `_answer`)
-        return self.keep, None if self.stmt is None else self.stmt.keep, self.row
+        return self._answer(at, self.stmt)
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
         if at == self.declined:
@@ -114,23 +102,18 @@ class CountWalk:
         return _Counted(self.declined)
 
     def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
-        counter = self.counter
+        counter, keep = self.counter, self.keep
         stmt_keep = None if stmt is None else stmt.keep
-        if self.keep is None:
-            self.keep, self.row, self.cut = counter.group.keeps.tables(self.names), None, None
-        keep = self.keep
-        if self.row is None:
-            made_row = self.rows.row(keep, stmt, counter.guards)
+        if self.row is None:  # (made for every slave of the buffer by `Rows.make`)
+            key = (keep, stmt_keep, counter.guards)
             # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
             # of what decides a run, so of its key
-            self.row = made_row if self.fast_only else \
-                counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
+            made = self.rows.made[key]
+            self.row = made if self.fast_only else counter.group.mark(made, at, self.txn, key)
         return keep, stmt_keep, self.row
 
     def step(self, at: int) -> int:
         self.counter.unit(self.txn(at), at)
-        if at in self.after_index:
-            self.keep = None  # the keeps were cleared: answers again for what follows
         return at + 1
 
 

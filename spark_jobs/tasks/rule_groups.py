@@ -4,11 +4,12 @@ once for all of them (spark_jobs.tasks.bandwidth's counters read it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
-from dumpfilter.codec import EventType, Transaction
+from dumpfilter._core import mark_slow
+from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
@@ -17,8 +18,9 @@ from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED, FilterResult, TransactionFilter, lone_statement
 
-# A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices).
-Lone = list[tuple[str, Sequence[int]]]
+# A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
+# u32 little-endian, as `_core.mark_slow` takes them).
+Lone = list[tuple[str, bytes]]
 
 if TYPE_CHECKING:
     from dumpfilter.rules.ruleset import Settings
@@ -28,7 +30,7 @@ class RuleGroup:
     """What the slaves of one rule group (the same rules, settings and gate; their skip policies
     differ) share over a chunk: the keep table, the TransactionFilter, and its answer for each
     unit of the buffer the compiled walk leaves (`result`), decided once for all of them, in
-    stream order (`decide`), as the master's StatementAnswers decides a unit once per rule group.
+    stream order (`mark`), as the master's StatementAnswers decides a unit once per rule group.
     A unit so answered kept whole or skipped whole is handed back to the compiled walk (`mark`),
     so that a binlog's DDL and lone statements cost one decision per rule group, not one trip
     through Python per slave (issue #80: `experiment` with 24 slaves cost slaves x DDL).
@@ -49,18 +51,16 @@ class RuleGroup:
     (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse
     are decided one by one."""
 
-    __slots__ = ("filter", "keeps", "results", "decided", "ordered", "marked", "by_database", "plain", "lone",
+    __slots__ = ("filter", "keeps", "results", "marked", "by_database", "plain", "lone",
                  "engine", "parsed")
 
     def __init__(self, txn_filter: TransactionFilter, settings: Settings, shapes: KeyShapes | None = None) -> None:
         self.filter = txn_filter
         self.keeps = KeepTable(txn_filter.decider, shapes=shapes)  # (`shapes`: the other groups')
-        # Decided ahead only where a decision depends on nothing the walk's order could change
-        # between the slaves of the group: MySQL's semantics, no derived tables tracked (WL#2516
-        # effective semantics and derived tables follow the stream: each slave decides in its walk).
-        self.ordered = settings.semantics == "mysql" and not settings.track_derived_tables
+        # (Every unit is decided ahead of the walk, `mark`: a topology's slave tracks no derived
+        # tables, WL#40, so a table's answer is its name's, under WL#2516's effective semantics too.)
         decider = txn_filter.decider
-        engine = decider if self.ordered and isinstance(decider, RuleEngine) else None
+        engine = decider if settings.semantics == "mysql" and isinstance(decider, RuleEngine) else None
         self.by_database = engine is not None and engine.databases_only
         self.plain: dict[str, int] = {}  # by_database: a plain lone statement's row byte by its default database
         # Answered by parse: what the statement names is what rpl_filter.cc reads (no rewrite of
@@ -72,7 +72,6 @@ class RuleGroup:
         self.parsed: dict[int, int] = {}  # a lone statement's row byte by its parse key (LoneUnits.parsed)
         self.lone: LoneUnits | None = None
         self.results: dict[int, FilterResult] = {}
-        self.decided = -1  # the last unit of the buffer `decide` went through
         self.marked: dict[tuple[bytes, bytes | None, bool], bytes] = {}  # rows `mark` made, by what made them
 
     def buffer(self, lone: LoneUnits) -> None:
@@ -80,15 +79,7 @@ class RuleGroup:
         every group that asks."""
         self.results.clear()
         self.marked.clear()
-        self.decided = -1
         self.lone = lone
-
-    def reset(self, k: int) -> None:
-        """A Format_description at unit `k`: the filter's table ids and caches start again, unless
-        `decide` already went past it (and reset them there, in order)."""
-        if k > self.decided:
-            self.filter.reset()
-            self.keeps.forget_tables()
 
     def result(self, k: int, txn: Transaction) -> FilterResult:
         found = self.results.get(k)
@@ -102,7 +93,7 @@ class RuleGroup:
         it whole or ROW_SKIP where it keeps nothing: the compiled walk then sends it (or what the
         slave's skip policy makes of it) as the master's does (StatementAnswers.row). Units kept in
         part and control events stay ROW_SLOW."""
-        if not self.ordered or ROW_SLOW not in row:
+        if ROW_SLOW not in row:
             return row
         done = self.marked.get(key)
         if done is not None:
@@ -110,25 +101,18 @@ class RuleGroup:
         out = bytearray(row)
         for db, ks in (self.lone.plain() if self.by_database and self.lone is not None else ()):
             code = self.plain.get(db)
-            for k in ks:
-                if k >= at and out[k] == ROW_SLOW:
-                    if code is None:  # the database's first: decided, and its answer kept for the others
-                        unit = txn(k)
-                        code = self.plain[db] = self._code(self.result(k, unit), unit)
-                        self.decided = max(self.decided, k)
-                    out[k] = code
+            if code is None:  # the database's first: decided, and its answer kept for the others
+                unit = txn(k := int.from_bytes(ks[:4], "little"))
+                code = self.plain[db] = self._code(self.result(k, unit), unit)
+            mark_slow(out, ks, code)
         k = out.find(ROW_SLOW, at)
         while k >= 0:
             unit = txn(k)
-            if unit.kind == CONTROL:
-                # A Format_description: table ids start again, in order (under MySQL's semantics a
-                # table's answer is its name's, so the keep bytes after it are the same).
-                if unit.events[0].type_code == EventType.FORMAT_DESCRIPTION:
-                    self.reset(k)
-            elif unit.complete:
+            # (A Format_description resets nothing here: no answer of a topology's rules follows
+            # the server's lifetime, and a unit's table ids are its own Table_maps'.)
+            if unit.kind != CONTROL and unit.complete:
                 code = self._by_parse(k, unit)
                 out[k] = code if code is not None else self._code(self.result(k, unit), unit)
-            self.decided = max(self.decided, k)
             k = out.find(ROW_SLOW, k + 1)
         done = self.marked[key] = bytes(out)
         return done
@@ -214,6 +198,6 @@ def _plain_units(units: _core.UnitList, formats: list[tuple[int, int, int]]) -> 
     """The buffer's GTID-and-one-plain-statement units by default database, read by the core in
     one call (`UnitList.lone_queries`), with those whose text Python must tell (`plain_statement`)."""
     found = units.lone_queries(formats)
-    out: Lone = [(group.db, memoryview(group.units).cast("I")) for group in found.plain]
-    out += [(q.db, (q.unit,)) for q in found.others if q.plain is None and plain_statement(q.sql)]
+    out: Lone = [(group.db, group.units) for group in found.plain]
+    out += [(q.db, q.unit.to_bytes(4, "little")) for q in found.others if q.plain is None and plain_statement(q.sql)]
     return out

@@ -31,12 +31,17 @@ RULES = ["replicate-do-db=db1", "replicate-do-db=db2", "replicate-ignore-db=db3"
          "replicate-do-db=sakila", "replicate-wild-ignore-table=%.sbtest1"]
 
 
-def _topology(slaves: list[tuple[list[str], str]]):
+def _slaves_text(slaves: list[tuple[list[str], str]], semantics: str = "mysql") -> str:
     text = ""
     for k, (rules, policy) in enumerate(slaves):
         rule_text = ", ".join(f'"{r}"' for r in rules)
-        text += f'[[slaves]]\nname = "s{k}"\nserver_id = {k + 2}\nrules = [{rule_text}]\nskip_policy = "{policy}"\n'
-    return parse_topology(text)
+        text += (f'[[slaves]]\nname = "s{k}"\nserver_id = {k + 2}\nrules = [{rule_text}]\nskip_policy = "{policy}"\n'
+                 f'filter_semantics = "{semantics}"\n')
+    return text
+
+
+def _topology(slaves: list[tuple[list[str], str]], semantics: str = "mysql"):
+    return parse_topology(_slaves_text(slaves, semantics))
 
 
 def _counts(module, paths, topology, chunk_bytes):
@@ -45,13 +50,10 @@ def _counts(module, paths, topology, chunk_bytes):
     return [t.as_row() for t in merge_counts(parts, [s.name for s in topology.slaves])]
 
 
-def _streamed(directory: Path, slaves: list[tuple[list[str], str]]) -> dict[str, dict]:
+def _streamed(directory: Path, slaves: list[tuple[list[str], str]], semantics: str = "mysql") -> dict[str, dict]:
     """What a real master streamed each of `slaves` over gRPC from `directory` (simulate)."""
     text = f'[master]\nbinlogs = "{directory}"\n[experiment]\nmaster_vs_slave = false\nskip_policies = []\n'
-    for k, (rules, policy) in enumerate(slaves):
-        rule_text = ", ".join(f'"{r}"' for r in rules)
-        text += f'[[slaves]]\nname = "s{k}"\nserver_id = {k + 2}\nrules = [{rule_text}]\nskip_policy = "{policy}"\n'
-    return simulated(parse_topology(text))
+    return simulated(parse_topology(text + _slaves_text(slaves, semantics)))
 
 
 @pytest.fixture(scope="module")
@@ -133,12 +135,14 @@ def test_one_scan_for_every_slave_and_python_only_for_what_the_core_leaves(gener
     assert seen[0] == seen[1] > 0
 
 
-def test_units_left_to_python_are_decided_once_per_rule_group(generated, monkeypatch):
+@pytest.mark.parametrize("semantics", ["mysql", "effective"])
+def test_units_left_to_python_are_decided_once_per_rule_group(generated, monkeypatch, semantics):
     """Issue #80: `experiment` with a rule set under three skip policies decided each unit the
     core leaves to Python (DDL, a lone statement, a unit kept in part) once per slave: its cost
     followed slaves x DDL. The slaves of one rule group share its answer per unit, and a unit it
     keeps or skips whole goes back to the compiled walk: as many decisions for 3 slaves of a rule
-    set as for 1, and the per-slave Python path sees no such unit; the counts stay the streams'."""
+    set as for 1, and the per-slave Python path sees no such unit; the counts stay the streams'.
+    Under WL#2516's effective semantics too (session 54: its groups' units went slave by slave)."""
     from dumpfilter.rules.transaction_filter import TransactionFilter
 
     src = generated["mixed-mariadb"]
@@ -153,9 +157,9 @@ def test_units_left_to_python_are_decided_once_per_rule_group(generated, monkeyp
         decided.clear()
         per_slave.clear()
         slaves = [(rules, policy) for rules in rule_sets for policy in policies]
-        rows = experiment_rows([src], _topology(slaves).slaves, None)
+        rows = experiment_rows([src], _topology(slaves, semantics).slaves, None)
         seen.append((len(decided), sum(kind != "control" for kind in per_slave)))
-        assert_same(_streamed(src, slaves), rows)
+        assert_same(_streamed(src, slaves, semantics), rows)
     (one, one_python), (three, three_python) = seen
     assert one == three > 0, seen
     assert three_python <= one_python * 3 and three_python < three, seen
