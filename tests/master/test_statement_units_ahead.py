@@ -21,8 +21,6 @@ from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.master.test_statement_keys_stream import _dump
 
-ROW_SLOW = 3
-
 
 def _segments(directory: Path, ahead: bool, segment_bytes: int, monkeypatch) -> list[tuple]:
     """Every segment of the binlog series, read with or without the build ahead: its start, the
@@ -38,7 +36,6 @@ def _segments(directory: Path, ahead: bool, segment_bytes: int, monkeypatch) -> 
             break
         index = seg.index
         keys, units = index.statement_units()
-        slow = bytes([ROW_SLOW]) * len(index.unit_list)
         patterns = (lambda i: 1, lambda i: 0, lambda i: i % 2)
         answers = index.unit_list.rows_many([b""] * 3, [bytes(p(i) for i in range(len(keys))) for p in patterns])
         out.append((seg.start, keys, units, answers, index.unit_list.statements_ahead))
