@@ -52,7 +52,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, Rows
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, Made, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
@@ -377,14 +377,14 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     lone.buffer(units, formats, txn)
     for group in {id(c.group): c.group for c in counters}.values():
         group.buffer(lone)
-    rows = Rows(units, names, formats)
+    rows: Made = {}  # every slave's answers (`made_rows`)
     walks = []
     for counter in counters:
         counter.out.tables = tables
         walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, fast_only=not other))
     # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
     # Table_maps and one of their statement keys per 64 distinct answers, not one per slave.
-    rows.make([walk.wanted() for walk in walks])
+    rows.update(made_rows(units, names, formats, [walk.wanted() for walk in walks]))
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)
     return current

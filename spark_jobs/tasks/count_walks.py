@@ -1,6 +1,6 @@
 """One slave's count walk over one scanned buffer of `experiment`'s chunk (`CountWalk`, a
 rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made for every slave
-of the buffer at once by `Rows`), the core's count walk over each run of units it can take, the
+of the buffer at once by `made_rows`), the core's count walk over each run of units it can take, the
 rest one unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds
 what each did to the slave's counts."""
 
@@ -26,25 +26,20 @@ class _Counted(NamedTuple):
     by_keys: None = None
 
 
-class Rows:
-    """Every slave's answers per unit of one buffer, by (keep bytes, statement keep bytes, guard):
-    made for all of them in one read of the units (`UnitList.rows_many`: each distinct pair's
-    Table_maps and statement keys), then a restricted gate's guarded units (`_guarded`).
-    `formats`: the buffer's, as `UnitList.statement_units` took them."""
+Made = dict[tuple[bytes, bytes | None, bool], bytes]  # answers per unit by (keep bytes, statement keep bytes, guard)
 
-    def __init__(self, units: _core.UnitList, names: list[TableName], formats: list[tuple[int, int, int]]) -> None:
-        self.units, self.names, self.formats = units, names, formats
-        self.made: dict[tuple[bytes, bytes | None, bool], bytes] = {}
 
-    def make(self, wanted: list[tuple[bytes, KeyRows | None, bool]]) -> None:
-        """The answers of every (keep bytes, statement keys' answers, guard) of `wanted`."""
-        todo = {(keep, None if stmt is None else stmt.keep, guards): (keep, stmt, guards)
-                for keep, stmt, guards in wanted}
-        gated = [None if stmt is None else stmt.gated for _, stmt, _ in todo.values()]
-        rows = self.units.rows_many([keep for keep, _, _ in todo], [stmt_keep for _, stmt_keep, _ in todo], gated,
-                                    self.formats)
-        for (key, (keep, _, guards)), row in zip(todo.items(), rows):
-            self.made[key] = _guarded(self.units, row, keep, self.names, self.formats) if guards else row
+def made_rows(units: _core.UnitList, names: list[TableName], formats: list[tuple[int, int, int]],
+              wanted: list[tuple[bytes, KeyRows | None, bool]]) -> Made:
+    """The answers per unit of every (keep bytes, statement keys' answers, guard) of `wanted`, made
+    for all of them in one read of the units (`UnitList.rows_many`: each distinct one's Table_maps
+    and statement keys), then a restricted gate's guarded units (`_guarded`). `formats`: the
+    buffer's, as `UnitList.statement_units` took them."""
+    todo = {(keep, None if stmt is None else stmt.keep, guards): (keep, stmt, guards) for keep, stmt, guards in wanted}
+    gated = [None if stmt is None else stmt.gated for _, stmt, _ in todo.values()]
+    rows = units.rows_many([keep for keep, _, _ in todo], [stmt_keep for _, stmt_keep, _ in todo], gated, formats)
+    return {key: _guarded(units, row, keep, names, formats) if guards else row
+            for (key, (keep, _, guards)), row in zip(todo.items(), rows)}
 
 
 class CountWalk:
@@ -54,7 +49,7 @@ class CountWalk:
     the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Rows,
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Made,
                  fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
         self.txn, self.rows = txn, rows
@@ -70,7 +65,7 @@ class CountWalk:
         self.hour(0, n)
 
     def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
-        """What the slave's answers are made of (`Rows.make`)."""
+        """What the slave's answers are made of (`made_rows`)."""
         return self.keep, self.stmt, self.counter.guards
 
     def hour(self, start: int, stop: int) -> None:
@@ -104,11 +99,11 @@ class CountWalk:
     def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
         counter, keep = self.counter, self.keep
         stmt_keep = None if stmt is None else stmt.keep
-        if self.row is None:  # (made for every slave of the buffer by `Rows.make`)
+        if self.row is None:  # (made for every slave of the buffer by `made_rows`)
             key = (keep, stmt_keep, counter.guards)
             # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
             # of what decides a run, so of its key
-            made = self.rows.made[key]
+            made = self.rows[key]
             self.row = made if self.fast_only else counter.group.mark(made, at, self.txn, key)
         return keep, stmt_keep, self.row
 
