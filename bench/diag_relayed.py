@@ -74,7 +74,7 @@ def collect(directory: Path, mb: int, lines: TextIO) -> dict[str, int]:
         units = full.units
         for name, table in keeps.items():
             keep = table.tables(full.names)
-            row = units.rows(keep)
+            row = units.rows_many([keep])[0]
             rows = table.rows(full.keys) if full.keys else None
             made = (row, keep, None) if rows is None else (units.rows_many([keep], [rows.keep])[0], keep, rows.keep)
             cuts = [k + 1 for k, _ in full.fdes] + [full.n]

@@ -412,13 +412,8 @@ impl UnitList {
         Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
     }
 
-    /// One stream's answer byte per unit from its keep byte per name id (see rows::rows_many).
-    pub fn rows(&self, keep: &[u8]) -> Vec<u8> {
-        self.rows_many(&[keep], None).pop().unwrap_or_default()
-    }
-
-    /// `rows` for many slaves at once, and their statement units' answers by key (see
-    /// rows::rows_many).
+    /// Each slave's answer byte per unit from its keep byte per name id, and its statement
+    /// units' by key (see rows::rows_many).
     pub fn rows_many(&self, keeps: &[&[u8]], by_keys: Option<StmtKeeps<'_>>) -> Vec<Vec<u8>> {
         rows_many(&self.tids, &self.bounds, keeps, by_keys)
     }

@@ -132,7 +132,7 @@ class KeyShapes(dict[bytes, int]):
             return self._last[1]
         ids = [self.setdefault(key.key, len(self)) for key in keys]
         packed = struct.pack(f"<{len(ids)}I", *ids)
-        found: Numbered = (ids, lambda codes: _core.gather(codes, packed))
+        found: Numbered = (ids, lambda codes: _core.gather(bytes(codes), packed))
         self._last = (keys, found)
         return found
 

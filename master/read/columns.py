@@ -314,7 +314,7 @@ class UnitIndex:
             if keeps_of is not None:
                 keeps += [k for k in dict.fromkeys(keeps_of(self.names)) if k != keep and k not in rows]
             keeps = keeps[:max(ROWS_KEPT - len(rows), 1)]
-            made = self.unit_list.rows_many(keeps) if len(keeps) > 1 else [self.unit_list.rows(keep)]
+            made = self.unit_list.rows_many(keeps)
             self.rows_made += len(made)
             self.row_walks += 1
             row = made[0]

@@ -384,15 +384,9 @@ impl PyUnitList {
         super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats)
     }
 
-    /// One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
-    /// from its keep byte per name id (any byte but KEEP_DROP: kept).
-    fn rows<'py>(&self, py: Python<'py>, keep: &[u8]) -> Bound<'py, PyBytes> {
-        let out = py.detach(|| self.list.rows(keep));
-        PyBytes::new(py, &out)
-    }
-
-    /// `rows` for many slaves (their keep bytes), over one read of the units (see
-    /// rows::rows_many): a list of answer bytes, in order. `stmt_keeps` (after `statement_units`;
+    /// Each slave's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
+    /// from its keep byte per name id (`keeps`; any byte but KEEP_DROP: kept), over one read of
+    /// the units for all of them (see rows::rows_many): a list of answer bytes, in order. `stmt_keeps` (after `statement_units`;
     /// one per slave, None: its statement units stay ROW_SLOW): the statement units answered too,
     /// from each slave's keep byte per key id. `gated` (one per slave, None: not gated),
     /// `formats`: a master policy's keys kept only for texts that reach their table alone (see
@@ -473,7 +467,7 @@ impl PyUnitList {
         add_counts(unsafe { counts.as_bytes_mut() }, &tally);
     }
 
-    /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
+    /// What a stream with answers `row` (from `rows_many`) and keep bytes sends of units[start..]
     /// until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
     /// says (the Table_maps it ran: `tally_names`).
     #[allow(clippy::too_many_arguments)]
