@@ -74,9 +74,9 @@ def collect(directory: Path, mb: int, lines: TextIO) -> dict[str, int]:
         units = full.units
         for name, table in keeps.items():
             keep = table.tables(full.names)
-            row = units.rows(keep)
+            row = units.rows_many([keep])[0]
             rows = table.rows(full.keys) if full.keys else None
-            made = (row, keep, None) if rows is None else (units.statement_rows(row, rows.keep), keep, rows.keep)
+            made = (row, keep, None) if rows is None else (units.rows_many([keep], [rows.keep])[0], keep, rows.keep)
             cuts = [k + 1 for k, _ in full.fdes] + [full.n]
             start = 0
             for stop in cuts:

@@ -96,8 +96,9 @@ fn counting_by_runs_counts_as_the_send_walk_unit_by_unit() {
     let mut checked = 0;
     for skip in POLICIES {
         for kb in [[0u8, 0], [0, 1], [1, 0], [1, 1]] {
-            let mut row = vec![ROW_SLOW; 5];
-            st.rows(&mut row, &kb);
+            let row = list
+                .rows_many(&[&[]], Some((st.columns(), &[Some(&kb[..])])))
+                .remove(0);
             assert!(!row.contains(&ROW_SLOW));
             let mut ends_slow = row.clone();
             ends_slow[4] = ROW_SLOW; // (the walk stops there, a Heartbeat still owed)
@@ -162,8 +163,9 @@ fn every_stream_is_counted_in_one_call_bucket_by_bucket() {
     let (list, buf, st) = segment();
     let mut rows = Vec::new();
     for kb in [[0u8, 0], [0, 1], [1, 0], [1, 1]] {
-        let mut row = vec![ROW_SLOW; 5];
-        st.rows(&mut row, &kb);
+        let row = list
+            .rows_many(&[&[]], Some((st.columns(), &[Some(&kb[..])])))
+            .remove(0);
         rows.push((row, kb));
     }
     rows.push((

@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::gate_reach::{annotation_needs, text_reaches_key_alone};
 use crate::keep::{KEEP_DROP, KEEP_KEEP};
-use crate::rows::{ROW_KEEP, ROW_PARTIAL};
+use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SLOW};
 use crate::scan::{Unit, F_FAST};
 use crate::sql::query_ranges;
 use crate::stmt_units::{query_at, Piece, StmtUnits, ALWAYS};
@@ -72,9 +72,9 @@ impl GateReads {
         self.read_here.load(Ordering::Relaxed)
     }
 
-    /// `out` (a stream's `row` with its statement units answered by key: StmtUnits::rows) with
-    /// every unit answered there left as `row` had it (ROW_SLOW) when it holds a statement of a
-    /// key whose KEEP_KEEP holds only for texts that reach its table alone (`gated` 1) and whose
+    /// `out` (a stream's row with its statement units answered by key: rows::rows_many) with
+    /// every statement unit answered there turned ROW_SLOW when it holds a statement of a key
+    /// whose KEEP_KEEP holds only for texts that reach its table alone (`gated` 1) and whose
     /// text is not shown to (`reaches_key_alone`). `bufs`: the parts' buffers; `formats` as
     /// `UnitList.statement_units` takes them.
     #[allow(clippy::too_many_arguments)]
@@ -84,7 +84,6 @@ impl GateReads {
         st: &StmtUnits,
         bufs: &[&[u8]],
         formats: &[(usize, usize, usize)],
-        row: &[u8],
         out: &mut [u8],
         keep: &[u8],
         gated: &[u8],
@@ -96,8 +95,8 @@ impl GateReads {
             .alone
             .get_or_init(|| st.pieces.iter().map(|_| AtomicU8::new(0)).collect());
         for (k, code) in out.iter_mut().enumerate() {
-            if *code == row[k] {
-                continue; // not answered by keys here
+            if *code == ROW_SLOW {
+                continue; // not answered (by keys)
             }
             let (Some(&(lo, hi)), Some(u)) = (st.bounds.get(k), list.units.get(k)) else {
                 continue;
@@ -123,7 +122,7 @@ impl GateReads {
                 state != ALONE
             });
             if doubtful {
-                *code = row[k];
+                *code = ROW_SLOW;
             }
         }
     }

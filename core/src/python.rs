@@ -140,6 +140,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sql_text::register(m)?;
     m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
     m.add_function(wrap_pyfunction!(mark_slow, m)?)?;
+    m.add_function(wrap_pyfunction!(gather, m)?)?;
     m.add_function(wrap_pyfunction!(class_sums, m)?)?;
     m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(statements, m)?)?;

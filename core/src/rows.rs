@@ -1,7 +1,8 @@
-//! A slave's answer per unit of a segment (the ROW_ codes), from its keep byte per table name:
-//! many at once over one read of the units (`rows_many`).
+//! A slave's answer per unit of a segment (the ROW_ codes), from its keep byte per table name and
+//! per statement key: many at once over one read of the units (`rows_many`).
 
-use crate::keep::KEEP_DROP;
+use crate::keep::{KEEP_DROP, KEEP_KEEP};
+use crate::stmt_columns::KeyColumns;
 
 /// A stream's answer per unit (`rows`), the one definition of these codes: Python reads them
 /// from the module (`_core.ROW_SKIP`, ...), `send::walk` acts on them.
@@ -41,51 +42,59 @@ const LANES: usize = 64;
 /// Units answered per block before each slave's row takes its bytes of them.
 const BLOCK: usize = 256;
 
+/// What `rows_many` answers a segment's statement units by: their keys (stmt_columns), and per
+/// slave its keep byte per key id (None: its statement units stay ROW_SLOW).
+pub type StmtKeeps<'a> = (&'a KeyColumns, &'a [Option<&'a [u8]>]);
+
 /// Each slave's answer per unit of a segment, one byte each: ROW_SKIP, ROW_PARTIAL, ROW_KEEP or
 /// ROW_SLOW (what the master's stream, `SlaveStream._row`, works from). `bounds` holds (lo, hi)
 /// per unit into `tids` (name ids of the fast units' Table_maps), lo = u32::MAX for a unit that
-/// is not fast; `keeps` one keep byte per name id per slave (any byte but KEEP_DROP: kept). One
-/// read of the units' name ids for every 64 slaves: per name id, a word with one bit per slave (kept, and known:
-/// an id past a slave's keep bytes is not given), ANDed and ORed over each unit's Table_maps.
-/// `experiment --candidates` with 64 rule sets walked the units 64 times (a seventh of its CPU).
-pub fn rows_many(tids: &[u32], bounds: &[u32], keeps: &[&[u8]]) -> Vec<Vec<u8>> {
+/// is not fast; `keeps` one keep byte per name id per slave (any byte but KEEP_DROP: kept);
+/// `by_keys`: the statement units answered too, from each slave's keep byte per key id (KEEP_KEEP,
+/// KEEP_DROP; any other byte, or none: asked of Python, ROW_SLOW). One read of the units for
+/// every 64 slaves: per name id (key id), a word with one bit per slave (kept, and known: an id
+/// past a slave's keep bytes is not given), ANDed and ORed over each unit's Table_maps (keys).
+/// `experiment --candidates` with 64 rule sets walked the units 64 times (a seventh of its CPU),
+/// and its 48 rule groups each read a realistic MIXED segment's statement keys again (a quarter
+/// of the shadow pass's instructions).
+pub fn rows_many(
+    tids: &[u32],
+    bounds: &[u32],
+    keeps: &[&[u8]],
+    by_keys: Option<StmtKeeps<'_>>,
+) -> Vec<Vec<u8>> {
     let units = bounds.len() / 2;
     let mut out: Vec<Vec<u8>> = keeps.iter().map(|_| Vec::with_capacity(units)).collect();
     for (lane0, group) in keeps.chunks(LANES).enumerate() {
-        let width = group.iter().map(|k| k.len()).max().unwrap_or(0);
-        let (mut kept, mut known) = (vec![0u64; width], vec![0u64; width]);
-        for (s, keep) in group.iter().enumerate() {
-            for (id, k) in keep.iter().enumerate() {
-                known[id] |= 1 << s;
-                if *k != KEEP_DROP {
-                    kept[id] |= 1 << s;
-                }
-            }
-        }
-        // Per unit of a block: the slaves that keep all its tables, any of them, and know them
-        // all; a unit that is not fast is known by none.
+        let (kept, known) = lanes(group.iter().map(|k| Some(*k)), |k| k != KEEP_DROP, |_| true);
+        let stmts = by_keys.map(|(cols, keeps)| {
+            let group = keeps.iter().skip(lane0 * LANES).take(group.len());
+            let (kept, known) = lanes(
+                group.clone().copied(),
+                |k| k == KEEP_KEEP,
+                |k| k == KEEP_KEEP || k == KEEP_DROP,
+            );
+            let on = group
+                .enumerate()
+                .fold(0u64, |on, (s, k)| on | u64::from(k.is_some()) << s);
+            (cols, kept, known, on)
+        });
+        // Per unit of a block: the slaves that keep all its tables (statements), any of them,
+        // and know them all; a unit that is neither fast nor a statement unit is known by none.
         let (mut all, mut any, mut sure) = ([0u64; BLOCK], [0u64; BLOCK], [0u64; BLOCK]);
-        for block in bounds.chunks(2 * BLOCK) {
+        for (b, block) in bounds.chunks(2 * BLOCK).enumerate() {
             let n = block.len() / 2;
             for (k, lh) in block.chunks_exact(2).enumerate() {
                 let (lo, hi) = (lh[0] as usize, lh[1] as usize);
-                let (mut a, mut y, mut s) = (!0u64, 0u64, !0u64);
-                if lh[0] == u32::MAX || lo > hi || hi > tids.len() {
-                    s = 0;
+                (all[k], any[k], sure[k]) = if lh[0] != u32::MAX && lo <= hi && hi <= tids.len() {
+                    fold(&tids[lo..hi], &kept, &known)
                 } else {
-                    for id in &tids[lo..hi] {
-                        let id = *id as usize;
-                        match (kept.get(id), known.get(id)) {
-                            (Some(w), Some(m)) => {
-                                a &= w;
-                                y |= w;
-                                s &= m;
-                            }
-                            _ => s = 0,
-                        }
-                    }
-                }
-                (all[k], any[k], sure[k]) = (a, y, s);
+                    let keyed = stmts.as_ref().and_then(|(cols, kept, known, on)| {
+                        let (a, y, s) = fold(cols.keys_of(b * BLOCK + k)?, kept, known);
+                        Some((a, y, s & on))
+                    });
+                    keyed.unwrap_or((0, 0, 0))
+                };
             }
             for s in 0..group.len() {
                 // Without a branch (the codes' values are fixed above): KEEP = 2 where all are
@@ -99,6 +108,45 @@ pub fn rows_many(tids: &[u32], bounds: &[u32], keeps: &[&[u8]]) -> Vec<Vec<u8>> 
         }
     }
     out
+}
+
+/// Per id, a word with one bit per slave of `group`: whether `kept` and `known` hold of its byte
+/// (a slave without bytes, or an id past them: neither).
+fn lanes<'a>(
+    group: impl Iterator<Item = Option<&'a [u8]>>,
+    kept: impl Fn(u8) -> bool,
+    known: impl Fn(u8) -> bool,
+) -> (Vec<u64>, Vec<u64>) {
+    let (mut w, mut m) = (Vec::new(), Vec::new());
+    for (s, keep) in group.enumerate() {
+        let keep = keep.unwrap_or_default();
+        if keep.len() > w.len() {
+            w.resize(keep.len(), 0);
+            m.resize(keep.len(), 0);
+        }
+        for (id, k) in keep.iter().enumerate() {
+            w[id] |= u64::from(kept(*k)) << s;
+            m[id] |= u64::from(known(*k)) << s;
+        }
+    }
+    (w, m)
+}
+
+/// The slaves that keep every id of `ids`, any of them, and know them all.
+#[inline]
+fn fold(ids: &[u32], kept: &[u64], known: &[u64]) -> (u64, u64, u64) {
+    let (mut a, mut y, mut s) = (!0u64, 0u64, !0u64);
+    for id in ids {
+        match (kept.get(*id as usize), known.get(*id as usize)) {
+            (Some(w), Some(m)) => {
+                a &= w;
+                y |= w;
+                s &= m;
+            }
+            _ => s = 0,
+        }
+    }
+    (a, y, s)
 }
 
 #[cfg(test)]
@@ -181,7 +229,7 @@ mod tests {
                 }
             }
             let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
-            assert_eq!(rows_many(&tids, &bounds, &refs), want);
+            assert_eq!(rows_many(&tids, &bounds, &refs, None), want);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! A segment's statement units by key as every stream's loops read them (`StmtUnits::rows`,
-//! `StmtUnits::count`): the statement units' indices, and each keyed statement's key id in unit
+//! A segment's statement units by key as every stream's loops read them (rows::rows_many,
+//! `StmtUnits::count`): whether each unit is one, and each keyed statement's key id in unit
 //! order, with where each unit's start there. Built once with the segment's `StmtUnits`, read by
 //! every stream: eight do-db streams over a realistic MIXED binlog each walked every statement
 //! unit's pieces (GTID, BEGIN, context events, Query, COMMIT) for their row and again for their
@@ -7,13 +7,10 @@
 //! MB). (Interning each unit's set of keys, to answer each set once per stream, cost more to
 //! build than eight streams saved: most units there are transactions of several statements.)
 
-use crate::keep::{self, Keep};
-use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
-
 #[derive(Debug, Default)]
 pub struct KeyColumns {
-    /// The statement units by keys, by index.
-    units: Vec<u32>,
+    /// Per unit, whether it is a statement unit by keys.
+    keyed: Vec<bool>,
     /// Per unit k, how many keyed statements the units before it hold (and after the last: all).
     before: Vec<u32>,
     /// Each keyed statement's key id, in order.
@@ -23,7 +20,7 @@ pub struct KeyColumns {
 impl KeyColumns {
     /// The heap bytes of the columns.
     pub fn heap_bytes(&self) -> usize {
-        (self.units.capacity() + self.before.capacity() + self.keys.capacity()) * size_of::<u32>()
+        self.keyed.capacity() + (self.before.capacity() + self.keys.capacity()) * size_of::<u32>()
     }
 
     /// The columns of units given as their keyed statements' key ids, in order (None: not a
@@ -32,52 +29,26 @@ impl KeyColumns {
         units: impl Iterator<Item = Option<U>>,
     ) -> KeyColumns {
         let mut cols = KeyColumns::default();
-        for (k, unit) in units.enumerate() {
+        for unit in units {
             cols.before.push(cols.keys.len() as u32);
+            cols.keyed.push(unit.is_some());
             if let Some(keys) = unit {
                 cols.keys.extend(keys);
-                cols.units.push(k as u32);
             }
         }
         cols.before.push(cols.keys.len() as u32);
         cols
     }
 
-    /// One stream's answers for the statement units `row` leaves to Python (ROW_SLOW), from its
-    /// keep byte per key id: ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none
-    /// kept), ROW_PARTIAL; a unit with a key asked of Python stays ROW_SLOW.
-    pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
-        for &k in &self.units {
-            let Some(code) = row.get_mut(k as usize) else {
-                break;
-            };
-            let (Some(&a), Some(&b)) =
-                (self.before.get(k as usize), self.before.get(k as usize + 1))
-            else {
-                break;
-            };
-            if *code != ROW_SLOW {
-                continue;
-            }
-            let (mut kept, mut dropped, mut asked) = (false, false, false);
-            for &key in &self.keys[a as usize..b as usize] {
-                match keep::at(keep, key as usize) {
-                    Keep::Keep => kept = true,
-                    Keep::Drop => dropped = true,
-                    Keep::Ask => {
-                        asked = true;
-                        break;
-                    }
-                }
-            }
-            if !asked {
-                *code = match (kept, dropped) {
-                    (_, false) => ROW_KEEP, // (every statement kept, or none to decide)
-                    (false, true) => ROW_SKIP,
-                    (true, true) => ROW_PARTIAL,
-                };
-            }
+    /// The key ids of unit k's keyed statements, in order; None when it is not a statement unit
+    /// by keys.
+    #[inline]
+    pub fn keys_of(&self, k: usize) -> Option<&[u32]> {
+        if !*self.keyed.get(k)? {
+            return None;
         }
+        let (a, b) = (*self.before.get(k)?, *self.before.get(k + 1)?);
+        self.keys.get(a as usize..b as usize)
     }
 
     /// Adds the keyed statements of units i..j to `counts` (one per key id).
@@ -99,29 +70,10 @@ impl KeyColumns {
 mod tests {
     use super::*;
 
-    /// The definition the columns are held to: each unit's keys read one by one.
-    fn by_keys(units: &[Option<&[u32]>], row: &mut [u8], keep: &[u8]) {
-        for (code, unit) in row.iter_mut().zip(units) {
-            let Some(keys) = unit else {
-                continue;
-            };
-            let answers: Vec<Keep> = keys.iter().map(|k| keep::at(keep, *k as usize)).collect();
-            if *code != ROW_SLOW || answers.contains(&Keep::Ask) {
-                continue;
-            }
-            let kept = answers.iter().filter(|a| **a == Keep::Keep).count();
-            *code = match kept {
-                _ if kept == answers.len() => ROW_KEEP,
-                0 => ROW_SKIP,
-                _ => ROW_PARTIAL,
-            };
-        }
-    }
-
     #[test]
-    fn rows_and_counts_are_the_keys_read_one_by_one() {
-        // Not keyed; framing only; one key twice; keys 0 and 1; key 2 (asked); keys 1, 3;
-        // keys 1, 0; key 0; key 900 (past every keep: asked).
+    fn keys_and_counts_are_the_units_keys() {
+        // Not keyed; framing only; one key twice; keys 0 and 1; key 2; keys 1, 3; keys 1, 0;
+        // key 0; key 900 (past every count).
         let units: [Option<&[u32]>; 9] = [
             None,
             Some(&[]),
@@ -134,22 +86,9 @@ mod tests {
             Some(&[900]),
         ];
         let cols = KeyColumns::build(units.iter().map(|u| u.map(|keys| keys.iter().copied())));
-        for keep in [
-            [1u8, 1, 1, 1],
-            [0, 0, 2, 0],
-            [1, 0, 2, 1],
-            [0, 1, 1, 0],
-            [1, 1, 0, 9],
-        ] {
-            let mixed = [ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SLOW];
-            // (rows longer and shorter than the units)
-            for start in [vec![ROW_SLOW; 10], mixed.to_vec()] {
-                let (mut got, mut want) = (start.clone(), start);
-                cols.rows(&mut got, &keep);
-                by_keys(&units, &mut want, &keep);
-                assert_eq!(got, want, "keep {keep:?}");
-            }
-        }
+        let read: Vec<Option<&[u32]>> = (0..10).map(|k| cols.keys_of(k)).collect();
+        assert_eq!(read[..9], units);
+        assert_eq!(read[9], None);
         for (i, j) in [(0, 9), (1, 3), (3, 4), (2, 2), (4, 2), (5, 99), (99, 100)] {
             let (mut got, mut want) = ([0u32; 4], [0u32; 4]);
             cols.count(i, j, &mut got);

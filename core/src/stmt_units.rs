@@ -2,7 +2,7 @@
 //! GTID, Queries with their context events, an XID or COMMIT: MariaDB's default MIXED format,
 //! MySQL 5.x STATEMENT) read once for every stream of the master, each Query's key (kind,
 //! default database, table: `stmt::dml_shape`) interned per segment, each statement's byte range
-//! kept; a stream then answers them from its keep byte per key id (`StmtUnits::rows`) and sends
+//! kept; a stream then answers them from its keep byte per key id (rows::rows_many) and sends
 //! them whole, skipped or cut at statements (`StmtUnits::partial`) in `send::walk`: no Python per
 //! unit. Every compiled walk that decides statement units reads them here, and asks up front:
 //! the walk's buffer (a segment's UnitList, a scanner's last scan: `build_part`) is read once,
@@ -139,11 +139,9 @@ impl StmtUnits {
         self.pieces.get(lo as usize..hi as usize)
     }
 
-    /// One stream's answers for the statement units that `row` leaves to Python (ROW_SLOW), from
-    /// its keep byte per key id (KEEP_KEEP, KEEP_DROP; anything else, or none: left as it is):
-    /// ROW_KEEP (every statement kept, or none to decide), ROW_SKIP (none kept) or ROW_PARTIAL.
-    pub fn rows(&self, row: &mut [u8], keep: &[u8]) {
-        self.cols.rows(row, keep);
+    /// The units' keys as the streams' answers read them (`UnitList::rows_many`'s `by_keys`).
+    pub fn columns(&self) -> &KeyColumns {
+        &self.cols
     }
 
     /// Unit k without its dropped statements: the bytes, as they were (positions not
@@ -515,21 +513,19 @@ mod tests {
         buf.extend(event(INTVAR, &[0u8; 9]));
         buf.extend(query("db1", "INSERT INTO u VALUES (1)"));
         buf.extend(event(XID, &[0u8; 8]));
-        let s = StmtUnits::build(&one_unit(&buf, g, 5), &[&buf], &[(13, 0, 0)]);
+        let list = one_unit(&buf, g, 5);
+        let s = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
         assert_eq!((s.units, s.keys.len()), (1, 2));
+        let row = |keep: &[u8]| list.rows_many(&[&[]], Some((s.columns(), &[Some(keep)])))[0][0];
         for (keep, code, events) in [
             (&[1u8, 1][..], ROW_KEEP, 5),
             (&[0, 0], ROW_SKIP, 2),
             (&[1, 0], ROW_PARTIAL, 3),
         ] {
-            let mut row = vec![ROW_SLOW];
-            s.rows(&mut row, keep);
-            assert_eq!(row[0], code);
+            assert_eq!(row(keep), code);
             assert_eq!(s.partial(0, &buf, keep).unwrap().1, events);
         }
-        let mut row = vec![ROW_SLOW];
-        s.rows(&mut row, &[1]);
-        assert_eq!(row[0], ROW_SLOW, "a key without an answer");
+        assert_eq!(row(&[1]), ROW_SLOW, "a key without an answer");
         let mut counts = vec![0u32; 2];
         s.count(0, 1, &mut counts);
         assert_eq!(counts, vec![1, 1]);

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 use crate::heartbeat::Heartbeats;
 use crate::hops::statements;
 use crate::le::u32_at;
-use crate::rows::rows_many;
+use crate::rows::{rows_many, StmtKeeps};
 use crate::scan::{Unit, CONTROL, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_ROTATE_END};
 use crate::sql::query_ranges;
 use crate::types::{is_gtid, HEADER_LEN};
@@ -412,16 +412,10 @@ impl UnitList {
         Some((at + db.start..at + db.end, at + sql.start..at + sql.end))
     }
 
-    /// One stream's answer byte per unit from its keep byte per name id (see rows::rows_many).
-    pub fn rows(&self, keep: &[u8]) -> Vec<u8> {
-        rows_many(&self.tids, &self.bounds, &[keep])
-            .pop()
-            .unwrap_or_default()
-    }
-
-    /// `rows` for many slaves at once (see rows::rows_many).
-    pub fn rows_many(&self, keeps: &[&[u8]]) -> Vec<Vec<u8>> {
-        rows_many(&self.tids, &self.bounds, keeps)
+    /// Each slave's answer byte per unit from its keep byte per name id, and its statement
+    /// units' by key (see rows::rows_many).
+    pub fn rows_many(&self, keeps: &[&[u8]], by_keys: Option<StmtKeeps<'_>>) -> Vec<Vec<u8>> {
+        rows_many(&self.tids, &self.bounds, keeps, by_keys)
     }
 
     /// The Heartbeat event for the end of unit k (see heartbeat::heartbeat), made by `made`,

@@ -458,15 +458,13 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         .map(|_| rng.below(3) as u8)
         .collect();
     assert_eq!(
-        plan.rows_many(&[&keep, &other]),
-        vec![plan.rows(&keep), plan.rows(&other)],
+        plan.rows_many(&[&keep, &other], None),
+        vec![
+            plan.rows_many(&[&keep], None).remove(0),
+            plan.rows_many(&[&other], None).remove(0)
+        ],
         "iteration {iteration}"
     );
-    let row: Vec<u8> = if rng.below(2) == 0 {
-        plan.rows(&keep)
-    } else {
-        (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
-    };
     let mut pending = [0u8; 23]; // (a Heartbeat owed: an event of its size, as the runs are counted back)
     pending[9] = 23;
     let sbuf = &data[..out.stop.max(start)];
@@ -475,10 +473,13 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         &[sbuf],
         &[(rng.below(40), 4 * rng.below(2), 0)],
     );
-    let mut srow = row.clone();
     let skeep: Vec<u8> = (0..st.keys.len()).map(|_| rng.below(3) as u8).collect();
-    st.rows(&mut srow, &skeep);
-    let row = srow;
+    let row: Vec<u8> = if rng.below(2) == 0 {
+        let by_keys = (st.columns(), &[Some(&skeep[..])][..]);
+        plan.rows_many(&[&keep], Some(by_keys)).remove(0)
+    } else {
+        (0..out.units.len()).map(|_| rng.below(5) as u8).collect()
+    };
     let sopt = SendOptions {
         batch_bytes: rng.next() >> 50,
         // No limit as `experiment` counts (`walk`'s counting-only way, from the list's sums).
@@ -753,7 +754,7 @@ fn rows_answer_per_unit() {
     let tids = [0u32, 1, 1, 0, 9];
     let bounds = [u32::MAX, 0, 0, 0, 0, 2, 2, 3, 3, 4, 4, 5];
     assert_eq!(
-        rows_many(&tids, &bounds, &[&[1, 0]]),
+        rows_many(&tids, &bounds, &[&[1, 0]], None),
         [vec![3, 2, 1, 0, 2, 3]]
     );
 }
@@ -771,7 +772,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
         .iter()
         .map(|(_, t)| u8::from(t[1..].iter().fold(0, |a, b| a * 10 + b - b'0') % 2 == 0))
         .collect();
-    let row = plan.rows(&keep);
+    let row = plan.rows_many(&[&keep], None).remove(0);
     assert_eq!(row.len(), out.units.len());
     let opt = SendOptions {
         batch_bytes: 0,

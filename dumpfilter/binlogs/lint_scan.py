@@ -22,8 +22,8 @@ CREATE/ALTER/DROP/RENAME TABLE, indexes, triggers, views), only those tables' bi
 (`_Lint.invalidate`); after one that may have changed more (a database, a temporary table, a text not parsed)
 the next units are fed as they come until a window of them is past, then every bit is asked again
 (`_Lint.refresh`): a run of DDL costs what the Linter alone costs. Safety is asked once per table name and per
-key of a buffer (a keep byte each), and the core answers per unit in bulk (`UnitList.rows`,
-`UnitList.statement_rows`): Python loops only over the units fed or looked at. A keyed unit the bits
+key of a buffer (a keep byte each), and the core answers per unit in bulk
+(`UnitList.rows_many`): Python loops only over the units fed or looked at. A keyed unit the bits
 cannot rule out (it breaks, or diverges) is answered from its keys' verdicts where each key has one
 (`binlogs.lint_keyed`: the Linter's reading of a key's statement, asked once per key while the state
 holds), not decoded nor fed; a lone keyed DML unit likewise, from its shape's verdict.
@@ -208,11 +208,11 @@ class _Lint(KeyVerdicts):
                 cls = self.key_class(key, decode_text(db), decode_text(sql))
             bad[key_id] = cls == _UNSAFE
             columns[key_id] = cls == _COLUMNS
-        need = bytearray(units.statement_rows(units.rows(bytes(self.names)), bytes(bad)).translate(_NEED))
+        need = bytearray(units.rows_many([bytes(self.names)], [bytes(bad)])[0].translate(_NEED))
         if any(columns):
             # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
             # statements do not all pass (`Heads.failing`) are fed.
-            looked = units.statement_rows(units.rows(bytes(len(self.names))), bytes(columns)).translate(_NEED)
+            looked = units.rows_many([bytes(len(self.names))], [bytes(columns)])[0].translate(_NEED)
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
             if any(check):
                 assert self.heads is not None  # (set by _lint_units)
@@ -417,7 +417,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
         formats = [(current.post_header_len(_QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
     keys, _ = units.statement_units(formats)
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
-    structural = units.statement_rows(units.rows(bytes(len(names))), bytes(len(keys)))
+    structural = units.rows_many([bytes(len(names))], [bytes(len(keys))])[0]
     heads = Heads(units, n, buf, keys, current)
     for lint in lints:
         lint.heads = heads

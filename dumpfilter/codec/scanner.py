@@ -38,7 +38,7 @@ F_PAYLOAD = _core.F_PAYLOAD
 KEEP_DROP = _core.KEEP_DROP
 KEEP_KEEP = _core.KEEP_KEEP
 KEEP_ASK = _core.KEEP_ASK
-# A stream's answer per unit of a segment (`UnitList.rows`, one byte each), defined once in the core
+# A stream's answer per unit of a segment (`UnitList.rows_many`, one byte each), defined once in the core
 # (assemble.rs): no table kept, some kept, every one kept (or none to decide), not a fast unit.
 ROW_SKIP = _core.ROW_SKIP
 ROW_PARTIAL = _core.ROW_PARTIAL

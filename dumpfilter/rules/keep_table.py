@@ -38,8 +38,8 @@ the gate's (`_gated_key`), as the master's streams send it."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
-from operator import itemgetter
 from typing import NamedTuple, cast
 
 from dumpfilter import _core
@@ -71,7 +71,7 @@ class KeyRows(NamedTuple):
     """A segment's answers by its key ids (`KeepTable.rows`): the keep byte per key id, each id's
     shape (`KeyShapes`) and the answers by shape (`answer`), and under a restricting gate a byte
     per key id, 1 where its KEEP_KEEP holds only for the statements whose text reaches the key's
-    table alone (`UnitList.statement_rows`' `gated`: the others go to Python, which reads their
+    table alone (`UnitList.rows_many`' `gated`: the others go to Python, which reads their
     whole reach); else None."""
 
     keep: bytes
@@ -126,14 +126,13 @@ class KeyShapes(dict[bytes, int]):
         self._last: tuple[Sequence[_core.StatementKey], Numbered] | None = None
 
     def number(self, keys: Sequence[_core.StatementKey]) -> Numbered:
-        """The shape ids of `keys`, and what reads a table's bytes by shape id at them (an
-        itemgetter: one loop in C)."""
+        """The shape ids of `keys`, and what reads a table's bytes by shape id at them (the core's
+        `gather`: one call per table)."""
         if self._last is not None and self._last[0] is keys:
             return self._last[1]
         ids = [self.setdefault(key.key, len(self)) for key in keys]
-        # (an itemgetter of one id gives the item, not a tuple of it)
-        at: Callable[[bytearray], Sequence[int]] = itemgetter(*ids) if len(ids) > 1 else lambda c: [c[i] for i in ids]
-        found: Numbered = (ids, lambda codes: bytes(at(codes)))
+        packed = struct.pack(f"<{len(ids)}I", *ids)
+        found: Numbered = (ids, lambda codes: _core.gather(bytes(codes), packed))
         self._last = (keys, found)
         return found
 

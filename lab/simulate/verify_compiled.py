@@ -3,7 +3,7 @@ from its own rules, what each of its relay logs holds of them made by the core, 
 compared with what the slave received as one byte range.
 
 A unit is answered by the slave's keep table through the core (its keep byte per table name,
-`UnitList.rows`; per statement key, `UnitList.statement_rows`), and where the table leaves it
+`UnitList.rows_many`, per statement key too), and where the table leaves it
 (DDL, a statement its keys do not read; every unit of a slave whose master policy bounds statement
 texts, or whose rules read annotations) by the rules themselves, as the master's StatementAnswers
 asks them: kept whole, skipped or emptied. What a relay log holds of a run of answered units is
@@ -264,9 +264,8 @@ class _SlaveWalk:
             row = bytearray([ROW_SLOW]) * self.stop
         else:
             keep = self.keeps.tables(self.full.names)
-            by_table = units.rows(keep)
-            if keys is not None:
-                by_table, stmt_keep = units.statement_rows(by_table, keys.keep), keys.keep
+            by_table = units.rows_many([keep], None if keys is None else [keys.keep])[0]
+            stmt_keep = None if keys is None else keys.keep
             row = bytearray(by_table)
         k = row.find(ROW_SLOW, self.start, self.stop)
         while k >= 0:

@@ -57,7 +57,7 @@ class StreamStatementKeys:
     rules' AND the gate's: a key whose updated table the gate refuses is dropped for every
     statement of it (each one's reach holds that table); one it allows is kept for the
     statements whose text reaches that table alone (the core tells them:
-    `UnitList.statement_rows`' `gated`, a 1 per such key), the others going to Python, which
+    `UnitList.rows_many`' `gated`, a 1 per such key), the others going to Python, which
     reads their whole reach; an INSERT ... SELECT key, whose statements read other tables, is
     Python's (KEEP_ASK)."""
 

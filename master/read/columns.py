@@ -245,7 +245,7 @@ class UnitIndex:
 
     def formats(self) -> list[tuple[int, int, int]]:
         """`_formats`: what the core's calls on this segment's texts take (a gated stream's
-        `UnitList.statement_rows` and `annotations_unshown`)."""
+        `UnitList.rows_many` and `annotations_unshown`)."""
         return self._formats()
 
     def _formats(self) -> list[tuple[int, int, int]]:
@@ -269,7 +269,7 @@ class UnitIndex:
     def statement_units(self) -> StatementUnits:
         """The segment's statement units by key (issue #43), read by the core once for every
         stream: (its keys, the units they decide). A stream answers the keys (master.decide.statement_keys)
-        and the core the units (`UnitList.statement_rows`, `UnitList.send`)."""
+        and the core the units (`UnitList.rows_many`, `UnitList.send`)."""
         found = self._statement_units
         if found is None:
             with self.lock:
@@ -314,7 +314,7 @@ class UnitIndex:
             if keeps_of is not None:
                 keeps += [k for k in dict.fromkeys(keeps_of(self.names)) if k != keep and k not in rows]
             keeps = keeps[:max(ROWS_KEPT - len(rows), 1)]
-            made = self.unit_list.rows_many(keeps) if len(keeps) > 1 else [self.unit_list.rows(keep)]
+            made = self.unit_list.rows_many(keeps)
             self.rows_made += len(made)
             self.row_walks += 1
             row = made[0]

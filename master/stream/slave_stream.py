@@ -398,7 +398,7 @@ class SlaveStream:
             if by_keys is not None:
                 # (under a policy gate, a unit with a statement the core cannot show reaches only
                 # its key's table stays ROW_SLOW: Python reads its reach)
-                row = index.unit_list.statement_rows(row, by_keys.keep, by_keys.gated, index.formats())
+                row = index.unit_list.rows_many([keep], [by_keys.keep], [by_keys.gated], index.formats())[0]
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
             row = self.answers.row(seg, guard_row(seg, row, keep, self.slave.gate, self.keys.counts))
             states = self._states = _RowState(seg, words.generation, row, keep, by_keys)

@@ -52,7 +52,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, Made, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
@@ -374,19 +374,17 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
     for counter in counters:
         counter.out.statements = counters[0].out.statements
-    # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
-    # Table_maps per 64 distinct keep bytes, not one per slave (`UnitList.rows_many`).
-    keeps = list(dict.fromkeys(c.group.keeps.tables(names) for c in counters))
-    rows = dict(zip(keeps, units.rows_many(keeps))) if len(keeps) > 1 else {}
-    by_keys: dict[tuple[bytes, bytes | None, bool], bytes] = {}
     lone.buffer(units, formats, txn)
     for group in {id(c.group): c.group for c in counters}.values():
         group.buffer(lone)
+    rows: Made = {}  # every slave's answers (`made_rows`)
     walks = []
     for counter in counters:
         counter.out.tables = tables
-        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, by_keys, formats,
-                               fast_only=not other))
+        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, fast_only=not other))
+    # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
+    # Table_maps and one of their statement keys per 64 distinct answers, not one per slave.
+    rows.update(made_rows(units, names, formats, [walk.wanted() for walk in walks]))
     for walk in _count_all(walks, units, bounds, width):
         _walk(walk, bounds, width)
     return current

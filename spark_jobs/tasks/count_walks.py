@@ -1,8 +1,8 @@
 """One slave's count walk over one scanned buffer of `experiment`'s chunk (`CountWalk`, a
-rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made once for the
-slaves that answer alike), the core's count walk over each run of units it can take, the rest one
-unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds what
-each did to the slave's counts."""
+rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made for every slave
+of the buffer at once by `made_rows`), the core's count walk over each run of units it can take, the
+rest one unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds
+what each did to the slave's counts."""
 
 from __future__ import annotations
 
@@ -26,28 +26,47 @@ class _Counted(NamedTuple):
     by_keys: None = None
 
 
+Made = dict[tuple[bytes, bytes | None, bool], bytes]  # answers per unit by (keep bytes, statement keep bytes, guard)
+
+
+def made_rows(units: _core.UnitList, names: list[TableName], formats: list[tuple[int, int, int]],
+              wanted: list[tuple[bytes, KeyRows | None, bool]]) -> Made:
+    """The answers per unit of every (keep bytes, statement keys' answers, guard) of `wanted`, made
+    for all of them in one read of the units (`UnitList.rows_many`: each distinct one's Table_maps
+    and statement keys), then a restricted gate's guarded units (`_guarded`). `formats`: the
+    buffer's, as `UnitList.statement_units` took them."""
+    todo = {(keep, None if stmt is None else stmt.keep, guards): (keep, stmt, guards) for keep, stmt, guards in wanted}
+    gated = [None if stmt is None else stmt.gated for _, stmt, _ in todo.values()]
+    rows = units.rows_many([keep for keep, _, _ in todo], [stmt_keep for _, stmt_keep, _ in todo], gated, formats)
+    return {key: _guarded(units, row, keep, names, formats) if guards else row
+            for (key, (keep, _, guards)), row in zip(todo.items(), rows)}
+
+
 class CountWalk:
     """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
-    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `rows`: answers already made, by keep
-    bytes; `by_keys`: by keep bytes, statement keep bytes and guard (added to); `formats`: the
-    buffer's, as `UnitList.statement_units` took them; `keys`: the buffer's statement keys;
-    `fast_only`: every unit of the buffer is fast (none left to Python)."""
+    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `rows`: the buffer's
+    answers, shared by its slaves; `keys`: the buffer's statement keys; `fast_only`: every unit of
+    the buffer is fast (none left to Python)."""
 
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction],
-                 rows: dict[bytes, bytes], by_keys: dict[tuple[bytes, bytes | None, bool], bytes],
-                 formats: list[tuple[int, int, int]], fast_only: bool = False) -> None:
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Made,
+                 fast_only: bool = False) -> None:
         self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
         self.txn, self.rows = txn, rows
-        self.by_keys, self.formats = by_keys, formats
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
         self.fast_only = fast_only and not counter.guards
         self.space = units if counter.group.keeps.keys_enabled and keys else None
-        self.keep: bytes | None = None  # the slave's keep bytes per name (None: asked again)
+        # The statement keys' answers (the driver asks its keep table for the same at its first run).
+        self.stmt = counter.group.keeps.rows(keys) if self.space is not None else None
+        self.keep = counter.group.keeps.tables(names)  # the slave's keep bytes per name
         self.row: bytes | None = None
         self.declined = -1  # where the walk last stopped: a unit for `step`
         self.hour(0, n)
+
+    def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
+        """What the slave's answers are made of (`made_rows`)."""
+        return self.keep, self.stmt, self.counter.guards
 
     def hour(self, start: int, stop: int) -> None:
         """The units of the next hour: the walk ends with it, its answers end there (a run that
@@ -65,10 +84,7 @@ class CountWalk:
     def answers(self, at: int) -> tuple[bytes, bytes | None, bytes]:
         """The slave's keep bytes per name and per statement key, and its answers per unit from
         `at` (`run`'s, with the keys' rows its driver would ask its keep table for)."""
-        stmt = self.counter.group.keeps.rows(self.keys) if self.space is not None else None
-        self._answer(at, stmt)
-        assert self.keep is not None and self.row is not None  # (made by `_answer`)
-        return self.keep, None if stmt is None else stmt.keep, self.row
+        return self._answer(at, self.stmt)
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
         if at == self.declined:
@@ -81,24 +97,14 @@ class CountWalk:
         return _Counted(self.declined)
 
     def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
-        counter, units = self.counter, self.units
+        counter, keep = self.counter, self.keep
         stmt_keep = None if stmt is None else stmt.keep
-        if self.keep is None:
-            self.keep, self.row, self.cut = counter.group.keeps.tables(self.names), None, None
-        keep = self.keep
-        if self.row is None:  # made once for the slaves that answer alike
-            made_row = self.by_keys.get((keep, stmt_keep, counter.guards))
-            if made_row is None:
-                made_row = self.rows.get(keep) or units.rows(keep)
-                if stmt is not None:
-                    made_row = units.statement_rows(made_row, stmt.keep, stmt.gated, self.formats)
-                if counter.guards:
-                    made_row = _guarded(units, made_row, keep, self.names, self.formats)
-                self.by_keys[(keep, stmt_keep, counter.guards)] = made_row
+        if self.row is None:  # (made for every slave of the buffer by `made_rows`)
+            key = (keep, stmt_keep, counter.guards)
             # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
             # of what decides a run, so of its key
-            self.row = made_row if self.fast_only else \
-                counter.group.mark(made_row, at, self.txn, (keep, stmt_keep, counter.guards))
+            made = self.rows[key]
+            self.row = made if self.fast_only else counter.group.mark(made, at, self.txn, key)
         return keep, stmt_keep, self.row
 
     def step(self, at: int) -> int:

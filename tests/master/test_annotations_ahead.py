@@ -104,7 +104,7 @@ def test_a_part_read_under_another_format_is_read_anew(tmp_path):
         scanner, units = Scanner(), UnitList()
         scanner.scan_start(units, data, 4, 0, path.name, at_eof=True, annotations=annotations)
         scanner.scan_finish(units)
-        row = units.rows(b"\x01" * len(names))
+        row = units.rows_many([b"\x01" * len(names)])[0]
         got = units.annotations_unshown(row, b"\x01" * len(names), names, formats)
         return got, units.annotations_read_here
 

@@ -165,7 +165,7 @@ def test_a_later_stream_skipping_everything_touches_none_of_the_pages_it_skips(t
     """Streams far apart (the cache holds one segment): the first, keeping everything, scans each
     segment once, and the cache keeps its scan. Its page entries are then cleared; a second
     stream whose rules keep nothing of the binlog decides every unit from the kept scans
-    (UnitList.rows, the send walk over their records, a heartbeat per skipped stretch) and sets
+    (UnitList.rows_many, the send walk over their records, a heartbeat per skipped stretch) and sets
     entries for almost none of the file's pages. Before one mapping per file (#42), each kept
     segment had its own mapping: there was no file mapping to look at."""
     from dumpfilter.master.model import ChannelSpec, Registration

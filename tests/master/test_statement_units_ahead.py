@@ -21,12 +21,10 @@ from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.master.test_statement_keys_stream import _dump
 
-ROW_SLOW = 3
-
 
 def _segments(directory: Path, ahead: bool, segment_bytes: int, monkeypatch) -> list[tuple]:
     """Every segment of the binlog series, read with or without the build ahead: its start, the
-    statement units' keys and count, what statement_rows answers under three keep patterns, and
+    statement units' keys and count, what rows_many answers under three keep patterns, and
     whether the scan thread's build was taken."""
     monkeypatch.setattr(segment_reader.SegmentReader, "STATEMENTS_AHEAD", ahead)
     cache = SegmentCache(directory, segment_bytes=segment_bytes, cache_segments=1 << 20, cache_bytes=1 << 40)
@@ -38,9 +36,8 @@ def _segments(directory: Path, ahead: bool, segment_bytes: int, monkeypatch) -> 
             break
         index = seg.index
         keys, units = index.statement_units()
-        slow = bytes([ROW_SLOW]) * len(index.unit_list)
-        answers = [index.unit_list.statement_rows(slow, bytes(pattern(i) for i in range(len(keys))))
-                   for pattern in (lambda i: 1, lambda i: 0, lambda i: i % 2)]
+        patterns = (lambda i: 1, lambda i: 0, lambda i: i % 2)
+        answers = index.unit_list.rows_many([b""] * 3, [bytes(p(i) for i in range(len(keys))) for p in patterns])
         out.append((seg.start, keys, units, answers, index.unit_list.statements_ahead))
         if seg.at_end:
             break

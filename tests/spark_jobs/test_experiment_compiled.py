@@ -1,5 +1,5 @@
 """`experiment` counts on the compiled walk (issue #40, goals 1 and 3): one scan of a chunk for every
-slave, each slave's answers from its keep bytes (`UnitList.rows`) walked by the core as the
+slave, each slave's answers from its keep bytes (`UnitList.rows_many`) walked by the core as the
 master's `UnitList.send` walks them (`UnitList.count_many`), and only the units the core leaves (control
 events, statements, rare shapes) through TransactionFilter. The counts equal the Python
 stream's: what `simulate`'s real master sent each slave over loopback gRPC (tests/support/simulated.py),

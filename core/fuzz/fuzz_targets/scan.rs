@@ -186,7 +186,7 @@ fuzz_target!(|data: &[u8]| {
     );
     let mut plan = UnitList::default();
     plan.add(b"bin.000001", 4, &out.units, &out.tables);
-    let row = plan.rows(&keep);
+    let row = plan.rows_many(&[&keep], None).remove(0);
     // Bytes by table (`experiment`): the envelopes shared out are the fast units' framing's.
     // Buckets of 0 s (taken as 1), a minute, an hour or whatever the input's first byte says.
     let seconds = [0, 60, 3600, u32::from(control)][usize::from(control >> 6)];
@@ -199,11 +199,11 @@ fuzz_target!(|data: &[u8]| {
     // Many slaves at once answer as each alone.
     let other: Vec<u8> = keep.iter().map(|k| k ^ (control & 1)).collect();
     assert_eq!(
-        plan.rows_many(&[&keep, &other, &keep[..keep.len() / 2]]),
+        plan.rows_many(&[&keep, &other, &keep[..keep.len() / 2]], None),
         vec![
             row.clone(),
-            plan.rows(&other),
-            plan.rows(&keep[..keep.len() / 2])
+            plan.rows_many(&[&other], None).remove(0),
+            plan.rows_many(&[&keep[..keep.len() / 2]], None).remove(0)
         ]
     );
     for k in 0..out.units.len() {

@@ -77,7 +77,7 @@ impl PyFlagWords {
     }
 
     /// One byte per (db, table) of `names` (1: slave bit `bit` keeps it): a segment's keep
-    /// bytes for `UnitList.rows`.
+    /// bytes for `UnitList.rows_many`.
     fn keep<'py>(
         slf: &Bound<'py, Self>,
         #[gen_stub(override_type(type_repr = "list[tuple[str, str]]"))] names: &Bound<'py, PyList>,

@@ -71,6 +71,21 @@ pub(super) fn mark_slow<'py>(
     set.map(|set| PyBytes::new(py, &set))
 }
 
+/// `table[i]` for each id i of `ids` (u32, little-endian), 0xFF past its end: a keep table's
+/// codes by key shape read at a buffer's key ids (rules.keep_table.KeyShapes), in one call where
+/// an itemgetter made a tuple of ints (2.7 M over a 542 MB MIXED binlog's 48 rule groups).
+#[stub]
+#[pyfunction]
+pub(super) fn gather<'py>(py: Python<'py>, table: &[u8], ids: &[u8]) -> Bound<'py, PyBytes> {
+    let at = |i: &[u8]| table.get(u32::from_le_bytes([i[0], i[1], i[2], i[3]]) as usize);
+    PyBytes::new(
+        py,
+        &ids.chunks_exact(4)
+            .map(|i| *at(i).unwrap_or(&0xFF))
+            .collect::<Vec<u8>>(),
+    )
+}
+
 /// The inner events' bytes of a Transaction_payload event body; ValueError when malformed.
 #[stub]
 #[pyfunction]

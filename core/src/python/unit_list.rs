@@ -42,7 +42,7 @@ pub(super) struct PyUnitList {
     pub(super) ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
     took_ahead: std::sync::atomic::AtomicBool,
-    /// What gated streams read of the texts, once for all (`statement_rows`, `annotations_unshown`).
+    /// What gated streams read of the texts, once for all (`rows_many`, `annotations_unshown`).
     gate: GateReads,
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
@@ -384,19 +384,26 @@ impl PyUnitList {
         super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats)
     }
 
-    /// One stream's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
-    /// from its keep byte per name id (any byte but KEEP_DROP: kept).
-    fn rows<'py>(&self, py: Python<'py>, keep: &[u8]) -> Bound<'py, PyBytes> {
-        let out = py.detach(|| self.list.rows(keep));
-        PyBytes::new(py, &out)
-    }
-
-    /// `rows` for many slaves (their keep bytes), over one read of the units (see
-    /// rows::rows_many): a list of answer bytes, in order.
+    /// Each slave's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)
+    /// from its keep byte per name id (`keeps`; any byte but KEEP_DROP: kept), over one read of
+    /// the units for all of them (see rows::rows_many): a list of answer bytes, in order. `stmt_keeps` (after `statement_units`;
+    /// one per slave, None: its statement units stay ROW_SLOW): the statement units answered too,
+    /// from each slave's keep byte per key id. `gated` (one per slave, None: not gated),
+    /// `formats`: a master policy's keys kept only for texts that reach their table alone (see
+    /// gate_reads::GateReads::statement_rows).
+    #[pyo3(signature = (keeps, stmt_keeps = None, gated = None, formats = None))]
     #[gen_stub(override_return_type(type_repr = "list[bytes]"))]
-    fn rows_many<'py>(&self, py: Python<'py>, keeps: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
-        let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
-        let out = py.detach(|| self.list.rows_many(&refs));
+    fn rows_many<'py>(
+        &self,
+        py: Python<'py>,
+        keeps: Vec<Vec<u8>>,
+        stmt_keeps: Option<Vec<Option<Vec<u8>>>>,
+        gated: Option<Vec<Option<Vec<u8>>>>,
+        formats: Option<Vec<(usize, usize, usize)>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let on = (&self.list, &self.bufs[..], &self.gate);
+        let by_keys = self.stmts.get().zip(stmt_keeps);
+        let out = super::unit_list_reads::rows_many(py, on, &keeps, by_keys, gated, formats)?;
         PyList::new(py, out.iter().map(|row| PyBytes::new(py, row)))
     }
 
@@ -437,23 +444,6 @@ impl PyUnitList {
         })
     }
 
-    /// `row` (from `rows`) with the statement units it leaves ROW_SLOW answered from one stream's
-    /// keep byte per key id (see stmt_units::StmtUnits::rows); `row` itself without
-    /// `statement_units` called first. `gated`, `formats`: a master policy's keys kept only for
-    /// texts that reach their table alone (see gate_reads::GateReads::statement_rows).
-    #[pyo3(signature = (row, keep, gated = None, formats = None))]
-    fn statement_rows<'py>(
-        &self,
-        py: Python<'py>,
-        row: &[u8],
-        keep: &[u8],
-        gated: Option<&[u8]>,
-        formats: Option<Vec<(usize, usize, usize)>>,
-    ) -> Bound<'py, PyBytes> {
-        let (on, stmts) = ((&self.list, &self.bufs[..], &self.gate), self.stmts.get());
-        super::unit_list_reads::statement_rows(py, on, stmts, row, keep, gated, formats)
-    }
-
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
     /// cannot show name only tables `keep` keeps (gate_reads::GateReads::annotations_unshown:
     /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order.
@@ -477,7 +467,7 @@ impl PyUnitList {
         add_counts(unsafe { counts.as_bytes_mut() }, &tally);
     }
 
-    /// What a stream with answers `row` (from `rows`) and keep bytes sends of units[start..]
+    /// What a stream with answers `row` (from `rows_many`) and keep bytes sends of units[start..]
     /// until a unit it cannot handle or the batch is full (see send::walk), walked as `config`
     /// says (the Table_maps it ran: `tally_names`).
     #[allow(clippy::too_many_arguments)]

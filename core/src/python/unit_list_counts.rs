@@ -16,7 +16,7 @@ use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
 use crate::stmt_units::StmtUnits;
 
-/// One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows`), keep
+/// One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows_many`), keep
 /// bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
 /// limit not read), the size of a Heartbeat it still owes (0: none), and its keep byte per
 /// statement key id (None: statement units not cut by key).

@@ -1,9 +1,10 @@
 //! What the Python UnitList reads of its units' texts for the streams, beside the list itself
 //! (unit_list.rs): the lone queries every stream's statement flag words answer, what a gated
-//! stream's statement units and annotations need (`statement_rows`, `annotations_unshown`), and
+//! stream's statement units and annotations need (`rows_many`, `annotations_unshown`), and
 //! the test a gated stream's keys stand on (`reaches_key_alone`), and its MySQL GTIDs' runs.
 
 use dumpfilter_stub_attrs::stub;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
@@ -69,30 +70,44 @@ pub(super) fn lone_queries(
     })
 }
 
-/// `UnitList.statement_rows` (see there) of `list`, its parts' buffers `bufs`, its statement
-/// units `stmts` (when read) and its gate reads `gate`.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn statement_rows<'py>(
-    py: Python<'py>,
+/// `UnitList.rows_many` (see there) of `list`, its parts' buffers `bufs` and its gate reads
+/// `gate`; `by_keys`: its statement units (when read) and each slave's keep bytes for them.
+pub(super) fn rows_many(
+    py: Python<'_>,
     (list, bufs, gate): (&UnitList, &[Held], &GateReads),
-    stmts: Option<&StmtUnits>,
-    row: &[u8],
-    keep: &[u8],
-    gated: Option<&[u8]>,
+    keeps: &[Vec<u8>],
+    by_keys: Option<(&StmtUnits, Vec<Option<Vec<u8>>>)>,
+    gated: Option<Vec<Option<Vec<u8>>>>,
     formats: Option<Vec<(usize, usize, usize)>>,
-) -> Bound<'py, PyBytes> {
-    let mut out = row.to_vec();
-    if let Some(st) = stmts {
-        st.rows(&mut out, keep);
-        if let Some(gated) = gated {
-            let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
-            let formats = formats.unwrap_or_default();
-            py.detach(|| {
-                gate.statement_rows(list, st, &bufs, &formats, row, &mut out, keep, gated)
-            });
-        }
+) -> PyResult<Vec<Vec<u8>>> {
+    let n = keeps.len();
+    if by_keys.as_ref().is_some_and(|(_, k)| k.len() != n)
+        || gated.as_ref().is_some_and(|g| g.len() != n)
+    {
+        return Err(PyValueError::new_err(
+            "rows_many: one statement keep and one gated (when given) per keep",
+        ));
     }
-    PyBytes::new(py, &out)
+    let keeps: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
+    let by_keys = by_keys
+        .as_ref()
+        .map(|(st, k)| (*st, k.iter().map(Option::as_deref).collect::<Vec<_>>()));
+    let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
+    let formats = formats.unwrap_or_default();
+    Ok(py.detach(|| {
+        let mut rows = list.rows_many(
+            &keeps,
+            by_keys.as_ref().map(|(st, k)| (st.columns(), &k[..])),
+        );
+        if let (Some((st, stmt_keeps)), Some(gated)) = (&by_keys, &gated) {
+            for ((row, keep), gated) in rows.iter_mut().zip(stmt_keeps).zip(gated) {
+                if let (Some(keep), Some(gated)) = (keep, gated) {
+                    gate.statement_rows(list, st, &bufs, &formats, row, keep, gated);
+                }
+            }
+        }
+        rows
+    }))
 }
 
 /// `UnitList.annotations_unshown` (see there) of `list` (its buffers `bufs`, its gate reads

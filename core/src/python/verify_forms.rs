@@ -8,7 +8,7 @@ use super::results::Relayed;
 use super::sent::filled_bytes;
 use super::unit_list::PyUnitList;
 
-/// What a slave with answers `row` (from `UnitList.rows`, `statement_rows`), keep bytes `keep`
+/// What a slave with answers `row` (from `UnitList.rows_many`), keep bytes `keep`
 /// per name id and `stmt_keep` per statement key id relays of units[start..stop] of `units`
 /// under each skip policy of `skips` (`SKIP_*`; `crc`: the events carry checksums), until the
 /// first unit it cannot answer under all of them (see send::relayed): `simulate --verify`'s
