@@ -182,7 +182,7 @@ def parse_set_global(text: str) -> FilterChange | None:
     if option is None or OPTION_TYPES[option] not in REPLICATE_TYPES:
         raise RuleError(f"SET GLOBAL {match['name']}: not a replicate-* filter variable")
     rule_type = OPTION_TYPES[option]
-    raw = _unquote(match["value"], "SET GLOBAL")
+    raw = _unquote(match["value"])
     values = tuple(parse_rewrite_option(v.strip()) if rule_type == "rewrite_db" else v.strip()
                    for v in raw.split(",") if v.strip())
     for value in values:
@@ -348,11 +348,11 @@ def _change_master_value(rule_type: str, value: str) -> RuleValue:
     return value
 
 
-def _unquote(value: str, statement: str) -> str:
+def _unquote(value: str) -> str:
     """`value` read as the server reads one string (`'a''b'` is a'b), else as written (`db1.%->db2.%`)."""
     lexed = _core.sql_tokens(value)
     if lexed.error is not None:  # '\' : the quote is escaped, the string never ends
-        raise RuleError(f"{statement}: {value[:64]!r}: {lexed.error}")
+        raise RuleError(f"SET GLOBAL: {value[:64]!r}: {lexed.error}")
     tokens = lexed.tokens
     return tokens[0].value if len(tokens) == 1 and tokens[0].kind == "string" else value
 
@@ -360,7 +360,7 @@ def _unquote(value: str, statement: str) -> str:
 def _assignments(text: str, start: int, statement: str) -> list[tuple[str, str]]:
     """The `KEY=value, ...` list from offset `start` of `text`, cut at the commas of the core's tokens
     (not one inside a string, a backquoted name or a comment; a trailing `;` dropped): each key as
-    written, each value `_unquote`d."""
+    written, each value read from the same tokens."""
     lexed = _core.sql_tokens(text)
     if lexed.error is not None:
         raise RuleError(f"{statement}: {lexed.error}")
@@ -374,10 +374,12 @@ def _assignments(text: str, start: int, statement: str) -> list[tuple[str, str]]
         if last == first + 1:
             continue  # (nothing between two commas)
         stop = tokens[last].start if last < len(tokens) else end
-        eq = next((tokens[i].start for i in range(first + 1, last) if _is_punct(tokens[i], "=")), None)
+        eq = next((i for i in range(first + 1, last) if _is_punct(tokens[i], "=")), None)
         if eq is None:
             raise RuleError(f"{statement}: {text[tokens[first + 1].start:stop].strip()!r} is not of the form KEY=value")
-        assignments.append((text[tokens[first + 1].start:eq], _unquote(text[eq + 1:stop].strip(), statement)))
+        value = tokens[eq + 1:last]  # one string read as the server reads it ('a''b' is a'b), else as written
+        raw = value[0].value if len(value) == 1 and value[0].kind == "string" else text[tokens[eq].end:stop].strip()
+        assignments.append((text[tokens[first + 1].start:tokens[eq].start], raw))
     return assignments
 
 
