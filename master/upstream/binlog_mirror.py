@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F, MAGIC
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
@@ -43,7 +43,6 @@ from dumpfilter.binlogs.gtid_start import gtid_position
 from dumpfilter.master.upstream.series_reads import first_header, mariadb_gtid_list, mysql_gtid_set
 import contextlib
 
-MAGIC = b"\xfebin"
 # Left in the series' directory by the first switch of source: from there on the series keeps its
 # own names and offsets, so a restarted master continues it by GTID, never at a source's file.
 SWITCHED = "dumpfilter-source-switched"
