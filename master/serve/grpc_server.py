@@ -434,7 +434,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                 lint_state=lint.state, lint_breaks=lint.breaks, lint_diverges=lint.diverges,
                 lint_behind_bytes=lint.behind_bytes, lint_behind_files=lint.behind_files,
                 lint_warnings=lint.warnings, lint_position=_position(lint.position),
-                **{f.name: getattr(s, f.name) for f in dataclasses.fields(SentCounts)})  # (every one a field of the reply)
+                **{f.name: getattr(s, f.name) for f in dataclasses.fields(SentCounts)})  # (each a reply field)
         reply.shadows.extend(shadow_rpc.listed(self.service.shadow, caller))
         source = self.service.source
         if source is not None:

@@ -524,7 +524,8 @@ def _checksums(cur: Cursor, mysql: bool) -> bool:
     @source_binlog_checksum, older servers the @master_ name) and, of a MariaDB primary, the
     events of its GTID era (capability 4); whether its events carry a checksum."""
     cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-    cur.execute("SET @source_binlog_checksum = @master_binlog_checksum" if mysql else "SET @mariadb_slave_capability = 4")
+    cur.execute("SET @source_binlog_checksum = @master_binlog_checksum" if mysql
+                else "SET @mariadb_slave_capability = 4")
     cur.execute("SELECT @master_binlog_checksum")
     row = cur.fetchone()
     return bool(row and row[0] and str(row[0]).upper() != "NONE")
