@@ -165,13 +165,13 @@ class MasterPolicy:
         (the caller's, "" when unknown) and the name back off after failures (LoginThrottled), except
         over a fresh `connection` (the transport's peer), which waits for a reserved check."""
         if certificate_name is not None:
-            return self._identity(user, certificate_name)
+            return self.proven(user, certificate_name)
         entry = self.entries.get(user) if user else None
         if entry is None and self.default is not None:
-            return self._identity(user, None)
+            return self.proven(user, None)
         secret = entry.secret if entry is not None else None if not user else self.decoy(user)[1]
         if entry is not None and secret is None:
-            return self._identity(user, None)   # an identity without a password
+            return self.proven(user, None)   # an identity without a password
         guard = self.logins
         given = password.encode("utf-8", "surrogateescape")
         admitted = guard.admit(address, user, connection,
@@ -188,7 +188,7 @@ class MasterPolicy:
         guard.succeeded(address, user, connection)
         if is_expensive(secret):
             self._proven[user] = (secret, self._keyed(given))
-        return self._identity(user, None)
+        return self.proven(user, None)
 
     def _keyed(self, password: bytes) -> bytes:
         return hmac.new(self._key, password, hashlib.sha256).digest()
@@ -212,10 +212,7 @@ class MasterPolicy:
 
     def proven(self, user: str, certificate_name: str | None = None) -> Identity:
         """The identity of a caller whose password an exchange already proved (the MySQL
-        endpoint's plugins check it against the secret themselves)."""
-        return self._identity(user, certificate_name)
-
-    def _identity(self, user: str, certificate_name: str | None) -> Identity:
+        endpoint's plugins check it against the secret themselves; `authenticate` once it has)."""
         if certificate_name is not None:
             if user and user != certificate_name:   # the certificate's identity asks for another's rights
                 raise AccessDeniedError(f"user {user!r} does not match the client certificate ({certificate_name!r})")
@@ -227,13 +224,9 @@ class MasterPolicy:
             entry = self.default
         return Identity(user, entry, admin=entry.admin)
 
-    def owner_of(self, server_id: int) -> str | None:
-        """The identity whose `server_ids` list names `server_id`, if any."""
-        return owner_of(self.entries, server_id)
-
     def gate_for_identity(self, identity: Identity, server_id: int) -> Gate:
         # derived as simulate and experiment derive it (rules/policy_gates.py)
-        return slave_gate(identity.name, identity.entry or self.default, server_id, self.owner_of(server_id))
+        return slave_gate(identity.name, identity.entry or self.default, server_id, owner_of(self.entries, server_id))
 
 
 def _dummy_like(secret: Secret | None) -> Secret:

@@ -164,8 +164,8 @@ class SlaveRegistry:
     def _owned(self, server_id: int, caller: Identity | None) -> RegisteredSlave:
         """The slave `caller` may act on. Another identity's slave answers exactly as an unknown
         server_id does: a caller cannot learn which server_ids others use."""
-        slave = self._slave(server_id)
-        if caller is not None and not caller.admin and slave.owner != caller.name:
+        slave = self.slaves.get(server_id)
+        if slave is None or caller is not None and not caller.admin and slave.owner != caller.name:
             raise UnknownSlaveError(f"server_id {server_id} is not registered with this master")
         return slave
 
@@ -277,12 +277,6 @@ class SlaveRegistry:
         its model is built (a 4 MiB one's took about 90 MB, for nothing)."""
         with self.lock:
             self._check_registered(caller, items, items, self.slaves.get(server_id))
-
-    def _slave(self, server_id: int) -> RegisteredSlave:
-        slave = self.slaves.get(server_id)
-        if slave is None:
-            raise UnknownSlaveError(f"server_id {server_id} is not registered with this master")
-        return slave
 
     def _end_stream(self, slave: RegisteredSlave, reason: str) -> None:
         if slave.stream is not None:

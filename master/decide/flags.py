@@ -44,10 +44,6 @@ class FlagWords:
         self._members = members
         self._core = _core.FlagWords(self._compute)
 
-    def get(self, db: str, table: str) -> int:
-        """The whole word (the reference path's per-unit masks)."""
-        return int.from_bytes(self._core.word(db, table), "little")
-
     def kept(self, db: str, table: str, bit: int) -> bool:
         return self._core.kept(db, table, bit)
 

@@ -33,9 +33,6 @@ if TYPE_CHECKING:
 class SlaveRegistration:
     server_id: int
     host: str
-    user: str
-    password: str
-    port: int
 
 
 @dataclass(frozen=True)
@@ -51,10 +48,12 @@ def parse_register_slave(payload: bytes) -> SlaveRegistration:
     r = Reader(payload)
     server_id = r.u32("COM_REGISTER_SLAVE server_id")
     host = r.take(r.u8("report_host length"), "report_host").decode("utf-8", "replace")
-    user = r.take(r.u8("report_user length"), "report_user").decode("utf-8", "replace")
-    password = r.take(r.u8("report_password length"), "report_password").decode("utf-8", "replace")
-    port = r.u16("report_port")
-    return SlaveRegistration(server_id, host, user, password, port)  # rank and master_id follow, unused
+    # report_user, report_password and report_port read through (a packet short of them is refused),
+    # unused; the rank and master_id after them are not read
+    r.take(r.u8("report_user length"), "report_user")
+    r.take(r.u8("report_password length"), "report_password")
+    r.u16("report_port")
+    return SlaveRegistration(server_id, host)
 
 
 def parse_binlog_dump(payload: bytes) -> DumpRequest:

@@ -61,12 +61,9 @@ def initial_handshake(server_version: str, connection_id: int, scramble: bytes, 
 
 @dataclass(frozen=True)
 class HandshakeResponse:
-    capabilities: int
     user: str
     auth_response: bytes
-    database: str
     plugin: str
-    attributes: dict[str, str]
 
 
 def is_ssl_request(payload: bytes) -> bool:
@@ -95,16 +92,16 @@ def parse_handshake_response(payload: bytes) -> HandshakeResponse:
         auth = r.take(r.u8("auth response length"), "auth response")
     else:
         auth = r.nul_str("auth response")
-    database = r.nul_str("database").decode("utf-8", "replace") if caps & CLIENT_CONNECT_WITH_DB and r.remaining() else ""
+    if caps & CLIENT_CONNECT_WITH_DB and r.remaining():
+        r.nul_str("database")  # (a replica names none; nothing reads it)
     plugin = r.nul_str("auth plugin").decode("ascii", "replace") if caps & CLIENT_PLUGIN_AUTH and r.remaining() else ""
-    attributes: dict[str, str] = {}
-    if caps & CLIENT_CONNECT_ATTRS and r.remaining():
+    if caps & CLIENT_CONNECT_ATTRS and r.remaining():  # read only to refuse a malformed block, as a server does
         block = Reader(r.lenenc_bytes("connection attributes"))
         while block.remaining():
-            key = block.lenenc_bytes("attribute name").decode("utf-8", "replace")
-            attributes[key] = block.lenenc_bytes("attribute value").decode("utf-8", "replace")
+            block.lenenc_bytes("attribute name")
+            block.lenenc_bytes("attribute value")
     # A client without CLIENT_PLUGIN_AUTH answers with the native scramble (pre-5.5 clients).
-    return HandshakeResponse(caps, user, auth, database, plugin or NATIVE_PASSWORD, attributes)
+    return HandshakeResponse(user, auth, plugin or NATIVE_PASSWORD)
 
 
 def native_scramble_matches(stage2: bytes, scramble: bytes, response: bytes) -> bool:

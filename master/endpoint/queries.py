@@ -6,8 +6,8 @@ LOGS`. Anything else is refused with ER_NOT_SUPPORTED_YET: this endpoint is a bi
 
 Every step over the query text is linear in its length, whatever the client sends: the LIKE of
 SHOW VARIABLES is matched by the rules' backtracking-free LIKE (`dumpfilter.rules.wildcards`),
-comments and aliases are found by hand instead of by regexes that retry at every position. A
-query is answered in the connection's own thread, so a slow one would stall only that client,
+comments are read by the core's lexer and aliases by hand, not by regexes that retry at every
+position. A query is answered in the connection's own thread, so a slow one would stall only that client,
 but regex matching holds the GIL: the master's other clients would wait with it."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from dumpfilter import _core
 from dumpfilter.master.protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
 from dumpfilter.rules.wildcards import like_to_regex
 
@@ -308,18 +309,20 @@ def _size(name: str, value: object) -> int:
 
 
 def _strip_comments(text: str) -> str:
-    """`/* ... */` comments replaced by a space, each ending at the first `*/` after it; an
-    unterminated one is left as it is. One pass (a lazy regex rescans the rest of the text from
-    every `/*` when no `*/` follows: 80 000 of them took 52 s)."""
+    """The query as the server reads it, by the core's lexer (`_core.sql_tokens`, MariaDB's
+    reading): each run of comments (`/* */`, `#` and `-- ` to the line's end) one space, a
+    versioned comment's code (`/*!100000 ...*/`) read as code, a `/*` inside a string kept; a text
+    that does not lex (a quote or a comment left open) as it is. Linear in the text (a lazy regex
+    rescanned the rest of the text from every `/*`: 80 000 of them took 52 s)."""
+    lexed = _core.sql_tokens(text)
+    if lexed.error is not None:
+        return text
     out: list[str] = []
     at = 0
-    while (start := text.find("/*", at)) >= 0:
-        end = text.find("*/", start + 2)
-        if end < 0:
-            break
-        out += (text[at:start], " ")
-        at = end + 2
-    out.append(text[at:])
+    for start, end in [*((t.start, t.end) for t in lexed.tokens), (len(text), len(text))]:
+        gap = text[at:start]
+        out += (gap if gap.isspace() or not gap else " ", text[start:end])
+        at = end
     return "".join(out)
 
 

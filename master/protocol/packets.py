@@ -14,6 +14,8 @@ import struct
 import time
 from collections.abc import Sequence
 
+from dumpfilter.codec.packing import encode_lenenc
+
 MAX_PAYLOAD = 0xFFFFFF  # a packet of exactly this length says "more of the payload follows"
 # A replica's commands are small (the largest is COM_BINLOG_DUMP_GTID with its GTID set: 16 bytes
 # an interval, so 1 MiB holds 65 000 of them); a client announcing more than this is refused
@@ -64,19 +66,9 @@ class ReadTimeout(ConnectionClosed):
 
 # -- value encodings -------------------------------------------------------------------------
 
-def lenenc_int(value: int) -> bytes:
-    if value < 0xFB:
-        return bytes((value,))
-    if value < 1 << 16:
-        return b"\xfc" + struct.pack("<H", value)
-    if value < 1 << 24:
-        return b"\xfd" + struct.pack("<I", value)[:3]
-    return b"\xfe" + struct.pack("<Q", value)
-
-
 def lenenc_str(value: bytes | str) -> bytes:
     data = value.encode("utf-8") if isinstance(value, str) else value
-    return lenenc_int(len(data)) + data
+    return encode_lenenc(len(data)) + data
 
 
 class Reader:
@@ -139,7 +131,7 @@ class Reader:
 # -- generic response packets ------------------------------------------------------------------
 
 def ok_packet(affected: int = 0, insert_id: int = 0, status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> bytes:
-    return b"\x00" + lenenc_int(affected) + lenenc_int(insert_id) + struct.pack("<HH", status, warnings)
+    return b"\x00" + encode_lenenc(affected) + encode_lenenc(insert_id) + struct.pack("<HH", status, warnings)
 
 
 def eof_packet(status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> bytes:
@@ -161,7 +153,7 @@ def column_definition(name: str, column_type: int = TYPE_VAR_STRING, length: int
 def text_result_set(columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[str | int | None]]) -> list[bytes]:
     """The packets of a text result set (column count, definitions, EOF, rows, EOF): the client
     did not get CLIENT_DEPRECATE_EOF, so both EOF packets are sent."""
-    packets = [lenenc_int(len(columns))]
+    packets = [encode_lenenc(len(columns))]
     packets += [column_definition(name, kind) for name, kind in columns]
     packets.append(eof_packet())
     for row in rows:

@@ -237,20 +237,16 @@ class UnitIndex:
         every segment a stream reaches: the words are made anew, the units are the same)."""
         if self._lone_queries is not None:
             return self._lone_queries
-        formats = self._formats()
+        formats = self.formats()
         found = self.unit_list.lone_queries(formats)
         if sum(len(g.units) for g in found.plain) + sum(len(q.sql) for q in found.others) <= LONE_KEPT_BYTES:
             self._lone_queries = found
         return found
 
     def formats(self) -> list[tuple[int, int, int]]:
-        """`_formats`: what the core's calls on this segment's texts take (a gated stream's
-        `UnitList.rows_many` and `annotations_unshown`)."""
-        return self._formats()
-
-    def _formats(self) -> list[tuple[int, int, int]]:
         """Per part (its format's QUERY post-header length, its checksum length, the first unit the
-        format is in force for), as the core's `lone_queries` and `statement_units` take them."""
+        format is in force for), as the core's calls on this segment's texts take them
+        (`lone_queries`, `statement_units`, a gated stream's `rows_many` and `annotations_unshown`)."""
         formats = []
         for part in self._parts:
             fmt, fmts, first = part.fmt, part.fmts, part.first
@@ -275,7 +271,7 @@ class UnitIndex:
             with self.lock:
                 found = self._statement_units
                 if found is None:
-                    read = self.unit_list.statement_units(self._formats())
+                    read = self.unit_list.statement_units(self.formats())
                     found = self._statement_units = (read.keys, read.units)
         return found
 

@@ -95,12 +95,9 @@ class SegmentReader:
         # stream waits for, the checker shortens that wait (bench_dump, one slave: about 2%).
         self.scanner = Scanner(verify_checksums=cache.verify_checksums)
 
-    def read(self) -> Segment:
-        return drive(self.steps())
-
     def steps(self) -> Steps:
-        """`read` as a generator: it pauses after each scan it starts (the core scans on a
-        thread of its own meanwhile) and returns the segment."""
+        """The segment's read as a generator: it pauses after each scan it starts (the core
+        scans on a thread of its own meanwhile) and returns the segment."""
         cache, start = self.cache, self.start
         file, pos = start
         at_end = False

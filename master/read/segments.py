@@ -492,14 +492,11 @@ class SegmentCache(BinlogDirectory):
         self.forget(names)
         self.mappings.close()
 
-    def _read(self, start: Pos) -> Segment:
-        """Whole units from `start` until about `segment_bytes`, the end of what is written, or a
-        corrupt event. A unit still being written at the end is left for the next read."""
-        return drive(self._steps(start))
-
     def _steps(self, start: Pos) -> Steps:
-        """`_read` as a generator that pauses once a scan is under way (see `start_ahead`)
-        and returns the segment."""
+        """A read of whole units from `start` until about `segment_bytes`, the end of what is
+        written, or a corrupt event (a unit still being written at the end is left for the next
+        read), as a generator that pauses once a scan is under way (see `start_ahead`) and
+        returns the segment."""
         file, pos = start
         if not os.path.lexists(self.path(file)):
             self.file_names().check_absent(self.directory, file)  # purged, or deleted by hand: 1236

@@ -5,6 +5,7 @@ place (`_status_for`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import ipaddress
 import logging
@@ -23,6 +24,7 @@ from grpc_reflection.v1alpha import reflection
 
 from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
+from dumpfilter.sent import SentCounts
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import (certificate_date_problems, read_pem, rules_from_proto, rules_to_proto, schema_from_proto,
                              skip_policy_from_proto)
@@ -423,25 +425,16 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
     def Stats(self, request: dump_pb2.StatsRequest, context: grpc.ServicerContext) -> dump_pb2.StatsReply:
         reply, caller = dump_pb2.StatsReply(), self.caller(context)
         for slave, end, behind in self.service.stats(request.server_id, caller=caller):
-            s = slave.stats
+            s, lint = slave.stats, self.service.lint.status(slave.server_id)
             reply.slaves.add(
                 server_id=slave.server_id, streaming=slave.stream is not None, position=_position(slave.position),
-                binlog_end=_position(end), bytes_behind=behind, events_read=s.events_read, bytes_read=s.bytes_read,
-                events_sent=s.events_sent, bytes_sent=s.bytes_sent, events_skipped=s.events_skipped,
-                bytes_skipped=s.bytes_skipped, heartbeats=s.heartbeats, heartbeat_bytes=s.heartbeat_bytes,
-                placeholders=s.placeholders, placeholder_bytes=s.placeholder_bytes,
-                empty_transactions=s.empty_transactions, empty_transaction_bytes=s.empty_transaction_bytes,
-                transactions_kept=s.transactions_kept, transactions_partial=s.transactions_partial,
-                transactions_skipped=s.transactions_skipped, rule_hits=dict(s.rule_hits),
-                skip_policy=slave.reg.skip_policy, kept_bytes=s.kept_bytes, hostname=slave.reg.hostname,
-                registered_at=slave.registered_at.isoformat(), channels=list(slave.registry.channels))
-            lint = self.service.lint.status(slave.server_id)
-            row = reply.slaves[-1]
-            row.lint_state, row.lint_breaks, row.lint_diverges = lint.state, lint.breaks, lint.diverges
-            row.lint_behind_bytes, row.lint_behind_files = lint.behind_bytes, lint.behind_files
-            row.lint_warnings.extend(lint.warnings)
-            if lint.position is not None:
-                row.lint_position.CopyFrom(dump_pb2.Position(file=lint.position[0], pos=lint.position[1]))
+                binlog_end=_position(end), bytes_behind=behind, rule_hits=dict(s.rule_hits),
+                skip_policy=slave.reg.skip_policy, hostname=slave.reg.hostname,
+                registered_at=slave.registered_at.isoformat(), channels=list(slave.registry.channels),
+                lint_state=lint.state, lint_breaks=lint.breaks, lint_diverges=lint.diverges,
+                lint_behind_bytes=lint.behind_bytes, lint_behind_files=lint.behind_files,
+                lint_warnings=lint.warnings, lint_position=_position(lint.position),
+                **{f.name: getattr(s, f.name) for f in dataclasses.fields(SentCounts)})  # (each a reply field)
         reply.shadows.extend(shadow_rpc.listed(self.service.shadow, caller))
         source = self.service.source
         if source is not None:

@@ -26,12 +26,13 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError
+from dumpfilter.master.endpoint.tls import peer_common_name
 from dumpfilter.master.serve.http_acceptor import HEAD_TIMEOUT, HeadAcceptor
 from dumpfilter.master.serve.metrics import registry_for, view_for
 from dumpfilter.master.policy import OPEN, Identity
@@ -71,12 +72,9 @@ class _Handler(WSGIRequestHandler):
 
     def get_environ(self) -> dict[str, str]:
         environ = super().get_environ()
-        cert = self.connection.getpeercert() if isinstance(self.connection, ssl.SSLSocket) else None
-        # (the subject is a tuple of RDNs, each of (key, value) pairs: the stubs type every field alike)
-        subject = cast("tuple[tuple[tuple[str, str], ...], ...]", (cert or {}).get("subject", ()))
-        names = [value for rdn in subject for key, value in rdn if key == "commonName"]
-        if names:
-            environ[_PEER_CN] = names[0]
+        name = peer_common_name(self.connection) if isinstance(self.connection, ssl.SSLSocket) else None
+        if name is not None:
+            environ[_PEER_CN] = name
         return environ
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's signature

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_IGNORABLE_F, MAGIC
 from dumpfilter.errors import BinlogError, DumpFilterError
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
@@ -40,10 +40,9 @@ from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import file_format, file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
-from dumpfilter.master.upstream.series_reads import fde_size, file_server_id, mariadb_gtid_list, mysql_gtid_set
+from dumpfilter.master.upstream.series_reads import first_header, mariadb_gtid_list, mysql_gtid_set
 import contextlib
 
-MAGIC = b"\xfebin"
 # Left in the series' directory by the first switch of source: from there on the series keeps its
 # own names and offsets, so a restarted master continues it by GTID, never at a source's file.
 SWITCHED = "dumpfilter-source-switched"
@@ -222,7 +221,7 @@ class BinlogMirror:
         elif kind == EventType.FORMAT_DESCRIPTION and log_pos == 0:
             # The dump thread clears the FDE's log_pos when it skips the file's first transactions
             if self.offset == 4:  # (rpl_binlog_sender.cc): the FDE is still the file's first event.
-                self.offset += fde_size(self.dir / file)
+                self.offset += first_header(self.dir / file)[1]
             self._fmt = FormatDescription.parse(raw)
         else:
             start = log_pos - len(raw) if log_pos else self.offset
@@ -299,7 +298,7 @@ class BinlogMirror:
             fmt = file_format(path)
             name = _next_name(file)
             self._out = open(path, "ab", buffering=0)
-            self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), fmt, file_server_id(path))
+            self._write_own(EventType.ROTATE, struct.pack("<Q", 4) + name.encode(), fmt, first_header(path)[0])
             self.close()
             self.file = name
         self.offset, self._head, self._fmt = 4, True, None

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from dumpfilter.binlogs.files import file_size
 from dumpfilter.errors import DumpFilterError, PositionError
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class SeriesRetention:
         if len(names) < 2:
             return []
         directory = self.mirror.dir
-        sizes = {name: _size(directory / name) for name in names}
+        sizes = {name: file_size(directory / name, 0) for name in names}
         mtimes = {name: _mtime(directory / name) for name in names[:-1]}
         # Under the service's lock: a stream takes its start position under it too (SlaveStream),
         # so no file a stream has just started in is purged between the look and the purge.
@@ -138,13 +139,6 @@ class SeriesRetention:
                             f"binlog file '{name}' was purged from {self.mirror.dir} while server_id {server_id} "
                             f"read it (the series was over --max-series-bytes {self.limits.max_bytes}): could not "
                             "find next log"), "purged")
-
-
-def _size(path: str | Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 def _mtime(path: str | Path) -> float:

@@ -1,6 +1,6 @@
 """What the mirror (binlog_mirror.BinlogMirror) reads back: of a series file on disk, its
-server_id and its Format_description's size (its format: binlogs.files.file_format); of a Gtid_list
-or Previous_gtids event, the set it carries, typed as its flavor's."""
+server_id and its Format_description's size (`first_header`; its format: binlogs.files.file_format);
+of a Gtid_list or Previous_gtids event, the set it carries, typed as its flavor's."""
 
 from __future__ import annotations
 
@@ -25,17 +25,9 @@ def mysql_gtid_set(event: Event) -> MysqlGtidSet:
     return found
 
 
-def file_server_id(path: Path) -> int:
+def first_header(path: Path) -> tuple[int, int]:
+    """The server_id and event size in the common header of a file's first event (its
+    Format_description); (0, 0) for a file too short to hold one."""
     with open(path, "rb") as f:
         head = f.read(4 + 19)
-    server_id: int = struct.unpack_from("<I", head, 9)[0] if len(head) == 23 else 0
-    return server_id
-
-
-def fde_size(path: Path) -> int:
-    with open(path, "rb") as f:
-        head = f.read(4 + 19)
-    size: int = struct.unpack_from("<I", head, 13)[0] if len(head) == 23 else 0
-    return size
-
-
+    return struct.unpack_from("<II", head, 9) if len(head) == 23 else (0, 0)

@@ -315,20 +315,14 @@ class SourceReplicator:
                 if by_mysql_gtid and gtid is not None:
                     raise DumpFilterError(f"source {url}: a MySQL primary cannot continue a series by MariaDB GTID "
                                           "(failover between MySQL primaries is not supported)")
-                cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+                self.mirror.checksums = _checksums(cur, mysql)
                 cur.execute(f"SET @master_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
-                if mysql:  # MySQL 8.0.26+ reads these names (the old ones for older servers)
-                    cur.execute("SET @source_binlog_checksum = @master_binlog_checksum")
+                if mysql:  # MySQL 8.0.26+ reads this name (the old one for older servers)
                     cur.execute(f"SET @source_heartbeat_period = {int(HEARTBEAT_PERIOD * 1e9)}")
-                else:
-                    cur.execute("SET @mariadb_slave_capability = 4")
                 if gtid is not None:
                     cur.execute("SET @slave_connect_state = %s", (gtid,))
                     cur.execute("SET @slave_gtid_strict_mode = 1")
                     cur.execute("SET @slave_gtid_ignore_duplicates = 0")
-                cur.execute("SELECT @master_binlog_checksum")
-                row = cur.fetchone()
-                self.mirror.checksums = bool(row and row[0] and str(row[0]).upper() != "NONE")
             if by_mysql_gtid:
                 return conn, *self._dump_mysql_gtid(conn)
             file, pos = ("", 4) if gtid is not None else self._start_position(conn)
@@ -427,7 +421,7 @@ class SourceReplicator:
                     raise MirrorError(f"--source-file {self.start_file!r} is not among the primary's binary logs "
                                       f"({names[0]} .. {names[-1]})")
                 if self.start_pos > 4:
-                    return self._begin_inside(conn, self.start_file)
+                    return self._start_inside(self.start_file, self.start_pos, not _is_mariadb(conn))
                 return self.start_file, 4
             if self.start_gtid is not None:
                 if not _is_mariadb(conn):
@@ -436,25 +430,18 @@ class SourceReplicator:
                 return _file_for_gtid(cur, names, self.start_gtid), 4
             return names[0], 4
 
-    def _begin_inside(self, conn: Connection[Cursor], file: str) -> tuple[str, int]:
-        """--source-pos P inside --source-file F: the primary's F is read up to P on a second
-        session (P must end a whole transaction), and the series' F is created with its own head
-        up to P (a MariaDB Gtid_list, or a MySQL Previous_gtids with the executed set at P); the
-        dump continues from P."""
-        mysql = not _is_mariadb(conn)
-        return self._start_inside(file, self.start_pos, mysql)
-
     def _start_inside(self, file: str, pos: int, mysql: bool, lacking: MysqlGtidSet | None = None) -> tuple[str, int]:
         """Reads the primary's `file` up to `pos` (or, `lacking`, up to the first transaction the
         set lacks) on a second session and begins the series there with its own head (mid_file).
+        --source-pos P inside --source-file F: P must end a whole transaction, and the series' F is
+        created with its own head up to P (a MariaDB Gtid_list, or a MySQL Previous_gtids with the
+        executed set at P); the dump continues from P.
         A MySQL --source-gtid whose first lacking transaction is the file's first, or sits too close
         to the file's start for the head, takes the file from 4."""
         head_conn = self.url.connect()
         try:
             with head_conn.cursor() as cur:
-                cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-                cur.execute("SET @source_binlog_checksum = @master_binlog_checksum" if mysql
-                            else "SET @mariadb_slave_capability = 4")
+                _checksums(cur, mysql)
             fde, state, pos = read_head(head_conn, file, pos, self.server_id, mysql=mysql, lacking=lacking)
         finally:
             head_conn.close()
@@ -485,11 +472,7 @@ class SourceReplicator:
         conn = self.url.connect()
         try:
             with conn.cursor() as cur:
-                cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
-                cur.execute("SET @source_binlog_checksum = @master_binlog_checksum")
-                cur.execute("SELECT @master_binlog_checksum")
-                row = cur.fetchone()
-            crc = 4 if row and row[0] and str(row[0]).upper() != "NONE" else 0
+                crc = 4 if _checksums(cur, True) else 0
             send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
                                                                  self.server_id, 0)
                          + struct.pack("<QI", 4, len(encoded)) + encoded)
@@ -534,6 +517,18 @@ class _PrimaryConnection(pymysql.connections.Connection):
                                                "reported error: Authentication requires secure connection (use "
                                                "ssl-mode, public-key=PATH or get-public-key=1 in the --source URL)")
         return super().write_packet(payload)
+
+
+def _checksums(cur: Cursor, mysql: bool) -> bool:
+    """Tells the primary that this reader takes the checksums it writes (MySQL 8.0.26+ reads
+    @source_binlog_checksum, older servers the @master_ name) and, of a MariaDB primary, the
+    events of its GTID era (capability 4); whether its events carry a checksum."""
+    cur.execute("SET @master_binlog_checksum = @@global.binlog_checksum")
+    cur.execute("SET @source_binlog_checksum = @master_binlog_checksum" if mysql
+                else "SET @mariadb_slave_capability = 4")
+    cur.execute("SELECT @master_binlog_checksum")
+    row = cur.fetchone()
+    return bool(row and row[0] and str(row[0]).upper() != "NONE")
 
 
 def _is_mariadb(conn: Connection[Cursor]) -> bool:

@@ -64,14 +64,14 @@ def test_the_scan_thread_reads_the_statement_units_the_stream_would(tmp_path, mo
 
 def test_a_list_of_two_parts_or_another_format_reads_anew(tmp_path):
     """The build ahead is the first part's, under the format the scanner held: taken when the
-    formats asked for are that one (the segment reader's, `UnitIndex._formats`); a second part, or
+    formats asked for are that one (the segment reader's, `UnitIndex.formats`); a second part, or
     other formats, make `statement_units` read every part anew, as a list scanned without it."""
     generate(WorkloadSpec(seed=8, schemas=2, tables_per_schema=2, transactions=200, binlog_format="mixed",
                           flavor="mariadb"), tmp_path)
     path = next(p for p in sorted(tmp_path.iterdir()) if p.name.endswith(".000001"))
     data = path.read_bytes()
     seg = SegmentCache(tmp_path, segment_bytes=1 << 30).get((path.name, 4))
-    formats = seg.index._formats()
+    formats = seg.index.formats()
     assert len(formats) == 1 and seg.at_end
 
     def built(formats, statements: bool, split: int | None = None):
