@@ -9,20 +9,20 @@ Format_description event, for a decider whose table answers may change with it).
 Statement keys (issue #43): the core reads, in its one pass, what a single-table DML statement's
 decision reads: its kind, the Query's default database and the one table it updates (its key,
 `_core.StatementKey`; exactly what `rules.statements.statement_tables` answers for those shapes,
-and nothing where it is not sure). Under a decider whose statement decisions are a function of
-that key (`Decider.keys_statements`), each key is decided once by its bytes, from the first
-statement met with it (`Decider.decide_statement_key`), whatever scanner or segment met it (their
-ids differ); every statement it answers is accounted (`Decider.account`), so the rule-hit
-counters come out as if each had been decided on its own. The keys reach the table one way, the
-same for every walk: before it walks a buffer (a segment's UnitList, a scanner's last scan), its
-statement units are read and their keys answered up front (`rows`, in that buffer's own id
-space), each key's text decoded only when the table has not met its bytes before; the walk then
-reports the statements it answered (`account`).
+and nothing where it is not sure). Under a decider whose statement decisions are a function of that
+key (`Decider.keys_statements`), each key is decided once by its bytes, from the first statement
+met with it (`Decider.decide_statement_key`), whatever scanner or segment met it (their ids
+differ), plain DML twins once for all (`_TWINS`); every statement it answers is accounted
+(`Decider.account`), so the rule-hit counters come out as if each was decided alone. The keys reach
+the table one way, the same for every walk: before it walks a buffer (a segment's UnitList, a
+scanner's last scan), its statement units are read and their keys answered up front (`rows`, in
+that buffer's own id space), each key's text decoded only when the table has not met its bytes
+before; the walk then reports the statements it answered (`account`).
 
 Why a rule engine's decision is the key's (`RuleEngine.keys_statements`), under both semantics:
 * standard (rpl_filter.cc): db_ok on the (rewritten) default database, tables_ok on the one
-  updated table; no trigger is looked at (MariaDB adds the tables fired triggers write for a
-  multi-table UPDATE only, never keyed);
+  updated table, neither reading the verb; no trigger is looked at (MariaDB adds the tables
+  fired triggers write for a multi-table UPDATE only, never keyed);
 * effective (WL#2516, rules.effective): the effective object is the one table the statement
   changes (`effective_objects`: the key's table, qualified by the key's default database),
   matched against DO/IGNORE and the binlog side's, then REWRITE of the key's default database.
@@ -53,6 +53,9 @@ from dumpfilter.rules.statements import statement_tables
 
 
 _SELECT_KINDS = (_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT)  # a key's first byte
+# A key's kind as its shape reads it: plain DML kinds as one (not INSERT ... SELECT, parsed apart).
+_TWINS = bytes.maketrans(bytes((_core.KIND_INSERT, _core.KIND_REPLACE, _core.KIND_DELETE)),
+                         bytes([_core.KIND_UPDATE]) * 3)
 
 
 class KeyAnswer(NamedTuple):
@@ -114,11 +117,11 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
 
 
 class KeyShapes(dict[bytes, int]):
-    """Statement keys numbered by their bytes (a shape id each, from 0), for the keep tables that
-    answer the same buffers (`experiment`'s rule groups, a shadow pass's candidates): a buffer's
-    keys are looked up once for all of them (the last buffer's ids are kept), and each table reads
-    its answers by shape id, not by the key's bytes. One thread's (a master's streams each number
-    their own)."""
+    """Statement keys numbered by their bytes, twins as one (a shape id each, from 0), for the keep
+    tables that answer the same buffers (`experiment`'s rule groups, a shadow pass's candidates): a
+    buffer's keys are looked up once for all of them (the last buffer's ids are kept), and each
+    table reads its answers by shape id, not by the key's bytes. One thread's (a master's streams
+    each number their own)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -130,7 +133,7 @@ class KeyShapes(dict[bytes, int]):
         `gather`: one call per table)."""
         if self._last is not None and self._last[0] is keys:
             return self._last[1]
-        ids = [self.setdefault(key.key, len(self)) for key in keys]
+        ids = [self.setdefault(key.key[:1].translate(_TWINS) + key.key[1:], len(self)) for key in keys]
         packed = struct.pack(f"<{len(ids)}I", *ids)
         found: Numbered = (ids, lambda codes: _core.gather(bytes(codes), packed))
         self._last = (keys, found)

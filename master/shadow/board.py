@@ -384,7 +384,8 @@ class ShadowBoard:
                 raise _Stopped(self.problem) from None
             for c, line in zip(active, why):
                 if line:
-                    c.broken = f"broken: {line} (counted up to {_where(c.counted_to)})"
+                    to = f"{c.counted_to[0]}:{c.counted_to[1]}" if c.counted_to is not None else "its start"
+                    c.broken = f"broken: {line} (counted up to {to})"
                     log.warning("shadow candidate %r: %s", c.spec.name, c.broken)
             parts = alone
         self.problem = "" if self.problem.startswith("the pass stopped") else self.problem
@@ -506,10 +507,6 @@ def _usable(cache: SegmentCache, name: str, pos: int) -> Segment | None:
 def _number(name: str) -> int:
     ext = Path(name).suffix[1:]
     return int(ext) if ext.isdigit() else 0
-
-
-def _where(pos: Pos | None) -> str:
-    return f"{pos[0]}:{pos[1]}" if pos is not None else "its start"
 
 
 def _lint_line(state: str, warnings: list[str], breaks: int, diverges: int) -> str:

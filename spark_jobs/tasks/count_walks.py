@@ -51,7 +51,7 @@ class CountWalk:
     def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
                  keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Made,
                  fast_only: bool = False) -> None:
-        self.counter, self.units, self.n, self.names, self.keys, self.crc = counter, units, n, names, keys, crc
+        self.counter, self.units, self.n, self.keys, self.crc = counter, units, n, keys, crc
         self.txn, self.rows = txn, rows
         # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
         # those a gate's guard leaves (`_guarded`), and no row is read for one.
@@ -61,7 +61,6 @@ class CountWalk:
         self.stmt = counter.group.keeps.rows(keys) if self.space is not None else None
         self.keep = counter.group.keeps.tables(names)  # the slave's keep bytes per name
         self.row: bytes | None = None
-        self.declined = -1  # where the walk last stopped: a unit for `step`
         self.hour(0, n)
 
     def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
@@ -73,7 +72,7 @@ class CountWalk:
         ended at the hour's end is taken up again at the next one's start)."""
         self.stop = stop
         self.cut: bytes | None = None
-        self.declined = -1
+        self.declined = -1  # where the walk last stopped: a unit for `step`
 
     def key_space(self, at: int) -> object | None:
         return self.space

@@ -15,6 +15,7 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.gate import MASTER_POLICY, Gate
 from dumpfilter.rules.keep_table import KeepTable, KeyShapes
 from dumpfilter.rules.parse import StartupFilters
+from dumpfilter.rules.ruleset import Settings
 
 
 class Key(NamedTuple):  # the fields of a _core.StatementKey
@@ -29,9 +30,9 @@ class Use(NamedTuple):  # the fields of a _core.KeyUse
     statements: int
 
 
-def engine(*options: str) -> RuleEngine:
+def engine(*options: str, settings: Settings | None = None) -> RuleEngine:
     pairs = [tuple(option.removeprefix("--").split("=", 1)) for option in options]
-    return RuleEngine(StartupFilters.from_options(pairs).global_rules)
+    return RuleEngine(StartupFilters.from_options(pairs).global_rules, settings)
 
 
 class Counting(Decider):
@@ -134,3 +135,33 @@ def test_tables_sharing_a_numbering_number_a_buffers_keys_once_and_answer_each_b
     assert two.rows(keys).keep == bytes([KEEP_DROP, KEEP_DROP])  # type: ignore[arg-type]
     assert one.rows(keys).keep == bytes([KEEP_DROP, KEEP_KEEP])  # type: ignore[arg-type]
     assert (one.keys_decided, two.keys_decided) == (3, 3) and len(shapes) == 3
+
+
+PLAIN = {_core.KIND_INSERT: "INSERT INTO {t} (a) VALUES (1)", _core.KIND_REPLACE: "REPLACE INTO {t} (a) VALUES (1)",
+         _core.KIND_UPDATE: "UPDATE {t} SET a=1 WHERE b=2", _core.KIND_DELETE: "DELETE FROM {t} WHERE b=2"}
+
+
+def test_a_plain_kinds_twins_are_decided_once_as_the_engine_decides_each():
+    """Keys that differ only in their plain DML kind (the same default database and updated table)
+    take one decision: each is the one the engine gives that statement alone, under rules on
+    databases, tables, patterns and rewrites, both semantics (the verb is read by neither)."""
+    rule_sets = (["--replicate-do-db=db1"], ["--replicate-ignore-db=db1"], ["--replicate-ignore-table=db1.t"],
+                 ["--replicate-wild-do-table=db2.%"], ["--replicate-do-table=db1.t", "--replicate-ignore-db=db2"],
+                 ["--replicate-rewrite-db=db1->db2", "--replicate-do-db=db2"])
+    decided = set()
+    for options in rule_sets:
+        for settings in (Settings(), Settings(semantics="effective")):
+            for db, table in (("db1", "t"), ("db1", "db2.t"), ("db2", "t"), ("db2", "db1.u")):
+                keeps = KeepTable(engine(*options, settings=settings))
+                tail = f"|{db}|{table}".encode()
+                keys = [Key(k, bytes([kind]) + tail, db.encode(), text.format(t=table).encode())
+                        for k, (kind, text) in enumerate(PLAIN.items())]
+                select = Key(4, bytes([_core.KIND_INSERT_SELECT]) + tail, db.encode(),
+                             f"INSERT INTO {table} (a) SELECT a FROM v".encode())
+                rows = keeps.rows([*keys, select])  # type: ignore[list-item]
+                assert keeps.keys_decided == 2  # the twins once, the INSERT ... SELECT on its own
+                for k, text in enumerate(PLAIN.values()):
+                    alone = engine(*options, settings=settings).decide_statement_key(text.format(t=table), db)
+                    assert rows.answer(k).decision == alone, (options, settings, db, table, text)
+                    decided.add(alone.apply)
+    assert decided == {True, False}
