@@ -133,18 +133,6 @@ class SparkCounted:
             self.counted(self.total * min(finished, self.tasks) // max(self.tasks, 1))
 
 
-def count_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None, *,
-                verify_checksums: bool = True) -> list[SlaveCounts]:
-    parts = count_parts_local(chunks, slaves, gates, verify_checksums=verify_checksums)
-    return merge_counts(parts, [s.name for s in slaves])
-
-
-def count_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
-                gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
-    parts = count_parts_spark(spark, chunks, slaves, gates, verify_checksums=verify_checksums)
-    return merge_counts(parts, [s.name for s in slaves])
-
-
 HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
 MINUTE_COLUMNS = ["slave", "minute_utc", "minute_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
 # A binlog whose time spans less than this (seconds) is charted by minutes (bandwidth_by_minute
