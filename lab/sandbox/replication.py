@@ -13,18 +13,6 @@ from dumpfilter.errors import DumpFilterError
 
 from .server import MariaDBServer, SandboxError
 
-__all__ = [
-    "ReplicaStatus",
-    "ReplicationTimeout",
-    "follow",
-    "make_replica",
-    "relay_group_at",
-    "replica_status",
-    "stopped_on_error",
-    "wait_caught_up",
-    "wait_fed",
-]
-
 
 class ReplicationTimeout(SandboxError, TimeoutError):
     """wait_caught_up ran out of time; `.status` is the last status seen."""

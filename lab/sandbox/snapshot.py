@@ -19,7 +19,6 @@ from .server import MariaDBServer
 if TYPE_CHECKING:
     import pymysql
 
-__all__ = ["SYSTEM_SCHEMAS", "Snapshot", "TableSnapshot", "diff_snapshots", "snapshot"]
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 _AUTO_INC = re.compile(r" AUTO_INCREMENT=\d+")
