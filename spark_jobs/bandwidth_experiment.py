@@ -176,7 +176,7 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     that brought it is. A statement that updates several tables (a multi-table UPDATE or DELETE,
     RENAME TABLE, DROP TABLE t1, t2), and a transaction's envelope, are split evenly between them,
     the bytes a division leaves going to the first. Statements are decided per group (default
-    database, kind, updated tables: `bandwidth.merge_statements`) by one statement of the group,
+    database, kind, updated tables: `counts.merge_statements`) by one statement of the group,
     as the master decides a statement key once. The REST row's bytes: the control events (as
     `bytes_payload`) and the envelopes of the transactions that write no table (`bytes_envelope`);
     its `bytes_sent` is the rest of what the slave is sent (with what its skip policy adds)."""

@@ -158,7 +158,7 @@ def test_random_rules_count_the_same(tmp_path, binlogs, rules, user, workload):
 
 def test_one_counter_type_for_the_master_and_experiment():
     from dumpfilter.master.model import SlaveStats
-    from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts
+    from dumpfilter.spark_jobs.tasks.counts import SlaveCounts
 
     assert issubclass(SlaveStats, SentCounts) and issubclass(SlaveCounts, SentCounts)
     a, b = SlaveCounts(slave="a", events_sent=2, kept_events=1), SlaveCounts(slave="a", events_sent=3, kept_events=2)
