@@ -68,15 +68,15 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
                       gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True,
                       counted: Counted | None = None) -> list[ChunkCounts]:
     """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
-    (`task_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
+    (`balanced_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
     the counts travel to the driver. `counted` is told the bytes of the tasks done
     (`SparkCounted`)."""
-    from dumpfilter.spark_jobs.split_by_schema import _chunk_size, task_groups
+    from dumpfilter.spark_jobs.split_by_schema import _chunk_size, balanced_groups
 
     if not chunks:
         return []
     sc = spark.sparkContext
-    groups = task_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    groups = balanced_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
 
     def count(parts: Iterable[list[Chunk]]) -> Iterator[ChunkCounts]:
         for part in parts:
