@@ -172,7 +172,8 @@ def _spark_series(repeat: int, cores: int = 2, cluster: bool = False) -> dict:
     counts must be equal. In process, as bench_split's Spark part."""
     from bench.bench_split import cpu_figures, series_2gb
     from bench.common import spark_bench_session
-    from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
+    from dumpfilter.spark_jobs.bandwidth_experiment import count_parts_local, count_parts_spark
+    from dumpfilter.spark_jobs.tasks.counts import merge_counts
     from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, input_files, plan_chunks
     from dumpfilter.topology import load_topology, slave_gates
 
@@ -184,15 +185,17 @@ def _spark_series(repeat: int, cores: int = 2, cluster: bool = False) -> dict:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     slaves, gates = list(topology.slaves), slave_gates(topology)
+    names = [s.name for s in slaves]
     runs, equal = [], True
     with spark_bench_session("bench-experiment", cores, cluster) as (spark, spark_cpu, start):
         for _ in range(repeat):
             load = os.getloadavg()[0]
             t0, c0 = time.perf_counter(), time.process_time()
-            local = count_local(plan_chunks(files, None), slaves, gates)
+            local = merge_counts(count_parts_local(plan_chunks(files, None), slaves, gates), names)
             local_s, local_cpu = time.perf_counter() - t0, time.process_time() - c0
             t0, c0 = time.perf_counter(), spark_cpu()
-            spread = count_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES, workers=cores), slaves, gates)
+            spread = merge_counts(count_parts_spark(spark, plan_chunks(files, DEFAULT_CHUNK_BYTES, workers=cores), slaves,
+                                                    gates), names)
             spark_s, cpu = time.perf_counter() - t0, spark_cpu() - c0
             equal = equal and local == spread
             runs.append({"single_process_s": round(local_s, 3), "spark_s": round(spark_s, 3),

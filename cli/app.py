@@ -13,9 +13,8 @@ import gc
 import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
+from dumpfilter import __version__
 from dumpfilter.cli.options import Parser, check_outputs
 from dumpfilter.cli.process import EXIT_TERMINATED, Terminated, sigterm_as_interrupt, terminating
 from dumpfilter.errors import EXIT_CODE, DumpFilterError
@@ -52,29 +51,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _version() -> str:
-    """The package's own version string: no importlib.metadata (about 20 ms of imports, the
-    installed metadata's files read); tests/cli/test_startup_imports.py checks it against the
-    installed metadata and pyproject.toml."""
-    from dumpfilter import __version__
-
-    return __version__
-
-
-class _VersionAction(argparse.Action):
-    """`--version`: the version and exit, before any command is parsed."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 default: object = argparse.SUPPRESS, help: str | None = None) -> None:
-        super().__init__(option_strings, dest, default=default, nargs=0,
-                         help=help or "show program's version number and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> NoReturn:
-        print(f"dumpfilter {_version()}")
-        parser.exit()
-
-
 def _command_named(argv: list[str]) -> str | None:
     """The sub-command `argv` names: its first word that is not an option (the top level takes no
     option with a value), None without one (`--version`, `--help`)."""
@@ -90,7 +66,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         prog="dumpfilter",
         description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
     )
-    parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--version", action="version", version=f"dumpfilter {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     wanted = None if argv is None else _command_named(argv)
@@ -98,13 +74,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         if argv is not None and name != wanted:
             subparsers.add_parser(name, help=help_text, add_help=False)
             continue
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # that command is not built yet
-                continue
-            raise
-        module.register(subparsers)
+        importlib.import_module(module_name).register(subparsers)
     return parser
 
 

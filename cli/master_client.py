@@ -95,18 +95,10 @@ class MasterClient:
         return {"replication_applier_filters": [_filter_row(r, counter=True) for r in reply.filters],
                 "replication_applier_global_filters": [_filter_row(r, counter=False) for r in reply.global_filters]}
 
-    def status(self, server_id: int = 0) -> list[Row]:
-        """SHOW SLAVE HOSTS plus each slave's stream counters."""
-        return self.status_and_source(server_id)[0]
-
-    def status_and_source(self, server_id: int = 0) -> tuple[list[Row], Row | None]:
-        """`status`, and the state of the live primary a `master serve --source` keeps its series
-        from (SourceStatus's fields), else None."""
-        rows, source, _ = self.status_source_shadows(server_id)
-        return rows, source
-
     def status_source_shadows(self, server_id: int = 0) -> tuple[list[Row], Row | None, list[Any]]:
-        """`status_and_source`, and the shadow candidates (ShadowCandidate messages; an admin's call)."""
+        """SHOW SLAVE HOSTS plus each slave's stream counters; the state of the live primary a
+        `master serve --source` keeps its series from (SourceStatus's fields), else None; and the
+        shadow candidates (ShadowCandidate messages; an admin's call)."""
         from dumpfilter.v1 import dump_pb2
 
         reply = self._call("Stats", dump_pb2.StatsRequest(server_id=server_id))

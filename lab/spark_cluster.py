@@ -43,12 +43,10 @@ class StandaloneCluster:
     Each worker offers `cores` cores and `memory` of executor memory. The Master's web UI (its
     JSON at `/json/`) is how readiness is known: every worker registered and ALIVE."""
 
-    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", *, start_timeout: float = 120.0,
-                 directory: str | os.PathLike[str] | None = None):
+    def __init__(self, workers: int = 2, cores: int = 1, memory: str = "1g", *, start_timeout: float = 120.0):
         self.workers, self.cores, self.memory = workers, cores, memory
         self.start_timeout = start_timeout
-        self._own_dir = directory is None
-        self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="dumpfilter-spark-"))
+        self.dir = Path(tempfile.mkdtemp(prefix="dumpfilter-spark-"))
         self.port, self.ui_port = free_port(), free_port()
         self.processes: list[subprocess.Popen[bytes]] = []
         self._logs: list[IO[bytes]] = []  # each process's log file, closed with it in stop()
@@ -132,8 +130,7 @@ class StandaloneCluster:
             log.close()
         self.processes.clear()
         self._logs.clear()
-        if self._own_dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def __enter__(self) -> StandaloneCluster:
         return self.start()

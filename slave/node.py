@@ -18,7 +18,7 @@ import grpc
 import grpc.experimental
 
 
-from dumpfilter.codec import Event, EventType, GtidTracker, TransactionGrouper, fix_transaction_length
+from dumpfilter.codec import Event, EventType, TransactionGrouper, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import (BinlogError, ChecksumError, DumpFilterError, ExternalError, MalformedEventError,
                                RuleError)
@@ -103,7 +103,6 @@ class Slave:
         self.relay = RelayLog(self.relay_dir, max_size=config.relay_log_size, server_id=config.server_id,
                               commit_interval=config.relay_commit_interval)
         self.relay.recover(self.info if self.info.relay_file else None)
-        self.gtids = GtidTracker()
         self.fmt: FormatDescription | None = self.relay.fde.fmt if self.relay.fde is not None else None
         self.units_written = 0
         self.caught_up = False

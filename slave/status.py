@@ -142,7 +142,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def status_fields(relay_dir: Path, *, now: float | None = None) -> dict[str, object]:
+def status_fields(relay_dir: Path) -> dict[str, object]:
     """SHOW SLAVE STATUS fields that apply, in MySQL's order, then MariaDB's and dumpfilter's own."""
     relay_dir = Path(relay_dir)
     info = RelayInfo.load(relay_dir)
@@ -164,14 +164,13 @@ def status_fields(relay_dir: Path, *, now: float | None = None) -> dict[str, obj
         io_state = "Waiting for master to send event"
     else:
         io_state = "Queueing master event to the relay log"
-    now = time.time() if now is None else now
     behind: str | int
     if not running or not info.connected:
         behind = "NULL"  # MySQL: NULL while the threads are not running
     elif info.caught_up or not info.master_timestamp:
         behind = 0
     else:
-        behind = max(0, int(now - info.master_timestamp))
+        behind = max(0, int(time.time() - info.master_timestamp))
     exec_pos = applied.get("master_pos", "")
     sql_state = ""
     if sql_running == "Yes":

@@ -68,15 +68,15 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
                       gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True,
                       counted: Counted | None = None) -> list[ChunkCounts]:
     """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
-    (`task_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
+    (`balanced_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
     the counts travel to the driver. `counted` is told the bytes of the tasks done
     (`SparkCounted`)."""
-    from dumpfilter.spark_jobs.split_by_schema import _chunk_size, task_groups
+    from dumpfilter.spark_jobs.split_by_schema import _chunk_size, balanced_groups
 
     if not chunks:
         return []
     sc = spark.sparkContext
-    groups = task_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    groups = balanced_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
 
     def count(parts: Iterable[list[Chunk]]) -> Iterator[ChunkCounts]:
         for part in parts:
@@ -133,18 +133,6 @@ class SparkCounted:
             self.counted(self.total * min(finished, self.tasks) // max(self.tasks, 1))
 
 
-def count_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None, *,
-                verify_checksums: bool = True) -> list[SlaveCounts]:
-    parts = count_parts_local(chunks, slaves, gates, verify_checksums=verify_checksums)
-    return merge_counts(parts, [s.name for s in slaves])
-
-
-def count_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
-                gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True) -> list[SlaveCounts]:
-    parts = count_parts_spark(spark, chunks, slaves, gates, verify_checksums=verify_checksums)
-    return merge_counts(parts, [s.name for s in slaves])
-
-
 HOUR_COLUMNS = ["slave", "hour_utc", "hour_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
 MINUTE_COLUMNS = ["slave", "minute_utc", "minute_epoch", "bytes_all", "bytes_sent", "from_epoch", "to_epoch"]
 # A binlog whose time spans less than this (seconds) is charted by minutes (bandwidth_by_minute
@@ -188,7 +176,7 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     that brought it is. A statement that updates several tables (a multi-table UPDATE or DELETE,
     RENAME TABLE, DROP TABLE t1, t2), and a transaction's envelope, are split evenly between them,
     the bytes a division leaves going to the first. Statements are decided per group (default
-    database, kind, updated tables: `bandwidth.merge_statements`) by one statement of the group,
+    database, kind, updated tables: `counts.merge_statements`) by one statement of the group,
     as the master decides a statement key once. The REST row's bytes: the control events (as
     `bytes_payload`) and the envelopes of the transactions that write no table (`bytes_envelope`);
     its `bytes_sent` is the rest of what the slave is sent (with what its skip policy adds)."""

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable
-from types import FrameType, TracebackType
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from dumpfilter.children import dies_with_parent
@@ -221,7 +221,7 @@ def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
     def quietly_stop() -> None:
         # A thread of its own: py4j gives it a connection of its own, where the main thread's may
         # be cut in the middle of a call by the interrupt.
-        with _suppressed():
+        with contextlib.suppress(Exception):  # a stopping or stopped JVM: nothing left to stop
             sc = spark.sparkContext
             sc.setLogLevel("OFF")
             sc.cancelAllJobs()
@@ -246,29 +246,18 @@ def end_gateway(grace: float = STOP_GRACE) -> None:
     proc = getattr(gateway, "proc", None)
     if proc is None or gateway is None:
         return
-    with _suppressed():
+    with contextlib.suppress(Exception):  # (as in stop_session)
         gateway.close()
     with SparkContext._lock:
         SparkContext._gateway = None
         SparkContext._jvm = None
         SparkContext._active_spark_context = None
-    with _suppressed():
+    with contextlib.suppress(Exception):
         proc.stdin.close()  # the gateway's JVM exits at the end of its standard input
     try:
         proc.wait(grace)
     except Exception:  # noqa: BLE001 - still there after the grace: it goes
         _end_group(proc, 0)
-
-
-class _suppressed:
-    """Any error of a call into a stopping or stopped JVM, dropped (there is nothing left to stop)."""
-
-    def __enter__(self) -> _suppressed:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
-        return kind is not None and issubclass(kind, Exception)
 
 
 def quiet_interrupts(sc: SparkContext) -> None:

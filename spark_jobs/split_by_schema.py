@@ -76,7 +76,9 @@ _Item = TypeVar("_Item")
 def balanced_groups(items: list[_Item], sizes: list[int], groups: int) -> list[list[_Item]]:
     """`items` dealt onto `groups` lists, largest first onto the least loaded (LPT), each list in
     the items' order: with one task per core no task waits for a free core, and no core idles
-    while one task finishes a long tail of small items."""
+    while one task finishes a long tail of small items. Few tasks: a PySpark task costs about
+    30 ms of the JVM's and the Python worker's time (on 2 cores, 24 one-file tasks cost more than
+    the imbalance of whole files dealt onto 2 tasks)."""
     groups = max(1, min(groups, len(items)))
     loads = [0] * groups
     dealt: list[list[int]] = [[] for _ in range(groups)]
@@ -85,14 +87,6 @@ def balanced_groups(items: list[_Item], sizes: list[int], groups: int) -> list[l
         loads[g] += sizes[index]
         dealt[g].append(index)
     return [[items[i] for i in sorted(part)] for part in dealt if part]
-
-
-def task_groups(items: list[_Item], sizes: list[int], cores: int, per_core: int = 1) -> list[list[_Item]]:
-    """`per_core` tasks per core, the items dealt largest first onto the least loaded
-    (`balanced_groups`). Few tasks: a PySpark task costs about 30 ms of the JVM's and the Python
-    worker's time (on 2 cores, 24 one-file tasks cost more than the imbalance of whole files
-    dealt onto 2 tasks)."""
-    return balanced_groups(items, sizes, cores * per_core)
 
 
 def _chunk_size(chunk: Chunk) -> int:
@@ -116,7 +110,7 @@ def route_chunks(sc: SparkContext, chunks: list[Chunk], config: SplitConfig, seg
                                            router=router, start=start)
 
     items = [(i, chunk, start) for i, (chunk, start) in enumerate(zip(chunks, starts))]
-    groups = task_groups(items, [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    groups = balanced_groups(items, [_chunk_size(c) for c in chunks], sc.defaultParallelism)
     return sc.parallelize(groups, len(groups)).mapPartitions(route).collect()
 
 
@@ -135,7 +129,7 @@ def join_outputs(sc: SparkContext, plans: list[JoinTask], seg_dir: Path, out: Pa
             for plan in part:
                 yield join_output(plan, segments, out_dir, loaded, max_size)
 
-    groups = task_groups(plans, [p.bytes for p in plans], sc.defaultParallelism)
+    groups = balanced_groups(plans, [p.bytes for p in plans], sc.defaultParallelism)
     summaries = sc.parallelize(groups, len(groups)).mapPartitions(join).collect()
     return sorted(summaries, key=lambda s: s.name)
 

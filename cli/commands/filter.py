@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
                              stop_at_cut=True, rename=renamer, applied=applied)
         written = sink.close()
         out_bytes = ((sink.writer.position if sink.writer else 0) if isinstance(sink, FileSink)
-                      else _bytes_written(written))
+                      else sum(p.stat().st_size for p in written if p.exists()))
         if staging is not None:
             written = _move_into_place(staging, out, written, basename if series else None)
     except BrokenPipeError:
@@ -212,10 +212,6 @@ def _move_into_place(staging: Path, out: Path, written: list[Path], basename: st
     if index.exists():
         os.replace(index, out / index.name)
     return placed
-
-
-def _bytes_written(written: list[Path]) -> int:
-    return sum(p.stat().st_size for p in written if p.exists())
 
 
 def summary_document(stats: FilterStats, written: list[Path], out_bytes: int, elapsed: float, *, flavor: str,

@@ -423,7 +423,9 @@ def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
             raise DumpFilterError("--mysql-require-secure-transport and --mysql-rsa-key need --mysql-listen")
         return None
     _mysql_limits(args)
-    tls = _mysql_tls(args)
+    from dumpfilter.master.endpoint.tls import endpoint_tls
+
+    tls = endpoint_tls(args.tls_cert, args.tls_key, args.tls_client_ca, args.mysql_require_secure_transport)
     from dumpfilter.master.serve.grpc_server import parse_listen
     from dumpfilter.master.endpoint import ReplicaMap
     from dumpfilter.master.endpoint.auth import RsaKeys
@@ -452,12 +454,6 @@ def _mysql_endpoint(args: argparse.Namespace, master: MasterServer, mysql: Mysql
     host = args.mysql_listen.rpartition(":")[0]
     print(f"dumpfilter master: MySQL protocol for real replicas on {host}:{endpoint.port}", file=sys.stderr, flush=True)
     return endpoint
-
-
-def _mysql_tls(args: argparse.Namespace) -> EndpointTls:
-    from dumpfilter.master.endpoint.tls import endpoint_tls
-
-    return endpoint_tls(args.tls_cert, args.tls_key, args.tls_client_ca, args.mysql_require_secure_transport)
 
 
 def _mysql_limits(args: argparse.Namespace) -> EndpointLimits:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from .server import MariaDBServer, SandboxError, _require_binary
 
-__all__ = ["BinlogApplyError", "apply_binlog"]
 
 # "ERROR 1062 (23000) at line 57: Duplicate entry ..." (mariadb client, no --force)
 _CLIENT_ERROR = re.compile(r"^ERROR (\d+) \(([0-9A-Z]{5})\)(?: at line (\d+))?: ?(.*)$", re.M)

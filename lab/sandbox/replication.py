@@ -13,18 +13,6 @@ from dumpfilter.errors import DumpFilterError
 
 from .server import MariaDBServer, SandboxError
 
-__all__ = [
-    "ReplicaStatus",
-    "ReplicationTimeout",
-    "follow",
-    "make_replica",
-    "relay_group_at",
-    "replica_status",
-    "stopped_on_error",
-    "wait_caught_up",
-    "wait_fed",
-]
-
 
 class ReplicationTimeout(SandboxError, TimeoutError):
     """wait_caught_up ran out of time; `.status` is the last status seen."""
@@ -47,8 +35,6 @@ class ReplicaStatus:
     last_io_error: str
     relay_master_log_file: str  # primary binlog holding the last executed event group
     exec_master_log_pos: int  # ... and the position the SQL thread executed up to
-    relay_log_file: str
-    relay_log_pos: int
     read_master_log_file: str
     read_master_log_pos: int
     primary_file: str  # primary's SHOW MASTER STATUS when the status was taken
@@ -171,8 +157,6 @@ def _status(raw: dict[str, Any], primary_pos: tuple[str, int], caught_up: bool) 
         last_io_error=str(raw.get("Last_IO_Error") or ""),
         relay_master_log_file=str(raw.get("Relay_Master_Log_File") or ""),
         exec_master_log_pos=_to_int(raw.get("Exec_Master_Log_Pos")),
-        relay_log_file=str(raw.get("Relay_Log_File") or ""),
-        relay_log_pos=_to_int(raw.get("Relay_Log_Pos")),
         read_master_log_file=str(raw.get("Master_Log_File") or ""),
         read_master_log_pos=_to_int(raw.get("Read_Master_Log_Pos")),
         primary_file=primary_pos[0],

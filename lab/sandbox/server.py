@@ -31,15 +31,6 @@ import contextlib
 if TYPE_CHECKING:
     import pymysql
 
-__all__ = [
-    "MariaDBServer",
-    "SandboxError",
-    "ServerStartError",
-    "find_binary",
-    "mariadb_available",
-    "stop_all_servers",
-    "stop_servers",
-]
 
 REPL_USER = "repl"
 REPL_PASSWORD = "repl-sandbox"

@@ -19,7 +19,6 @@ from .server import MariaDBServer
 if TYPE_CHECKING:
     import pymysql
 
-__all__ = ["SYSTEM_SCHEMAS", "Snapshot", "TableSnapshot", "diff_snapshots", "snapshot"]
 
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 _AUTO_INC = re.compile(r" AUTO_INCREMENT=\d+")
@@ -84,16 +83,15 @@ def snapshot(
     server: MariaDBServer,
     *,
     schemas: Iterable[str] | None = None,
-    exclude_schemas: Iterable[str] = SYSTEM_SCHEMAS,
     max_rows: int = 100_000,
 ) -> Snapshot:
-    """Snapshot every base table of `schemas` (default: all but `exclude_schemas`).
+    """Snapshot every base table of `schemas` (default: all but SYSTEM_SCHEMAS).
 
     The content hash is order independent (sum of per-row SHA-256), so it does
     not depend on collation or scan order. Views, routines and triggers are not
     captured.
     """
-    excluded = {s.lower() for s in exclude_schemas}
+    excluded = {s.lower() for s in SYSTEM_SCHEMAS}
     conn = server.connect()
     try:
         with conn.cursor() as cur:

@@ -23,7 +23,7 @@ from dumpfilter.progress import byte_progress
 from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology, slave_gates
 from dumpfilter.lab.simulate.lint_process import LintProcess
 from dumpfilter.lab.simulate.real_replicas import replica_verdict
-from dumpfilter.lab.simulate.report import print_report, write_report
+from dumpfilter.lab.simulate.report import write_report
 from dumpfilter.lab.simulate.streams import EVERYTHING, MAIN, POLICY, WORKERS, StreamJob, StreamResult, run_streams
 from dumpfilter.lab.simulate.source import PreparedSource, prepare_source
 from dumpfilter.lab.simulate.equivalence import SlaveVerification, verify_slaves
@@ -375,7 +375,3 @@ def print_verification(verifications: list[SlaveVerification], console: Console)
             console.print(f"  [{d.policy}] {d.transaction}: {d.problem}", markup=False, highlight=False)
         if v.total_differences > len(v.differences):
             console.print(f"  ... and {v.total_differences - len(v.differences)} more")
-
-
-__all__ = ["SimulationResult", "build_report", "default_topology_text", "load_default_topology", "plan_streams",
-           "print_report", "print_verification", "run_simulation"]

@@ -458,9 +458,9 @@ class _FullChunk:
 
 
 def _verify_compiled(full_relay: Path, checks: list[Check], keyed: bool = False) -> list[SlaveVerification | None]:
-    """Each slave of `checks` in one pass over the full stream: a SlaveVerification, or (not
-    `keyed`) None where what it received differs, or cannot be read whole (the keyed way names
-    the differences)."""
+    """Each slave of `checks` in one pass over the full stream: a SlaveVerification, or None where
+    what it received differs (not `keyed`: the keyed way names the differences), or cannot be read
+    whole (`verify_slaves` says so)."""
     walks: list[_SlaveWalk | None] = [_SlaveWalk(check, keyed) for check in checks]
     try:
         scanner = Scanner(str(full_relay))
@@ -487,12 +487,7 @@ def _verify_compiled(full_relay: Path, checks: list[Check], keyed: bool = False)
                     walks[i] = None
             fmt, chunk.stop, chunk.rotated_to = full.fmt_out, full.stop, full.rotated_to
     except _Declined:
-        if not keyed:
-            return [None] * len(walks)
-        unread = [SlaveVerification(spec.name) for spec, *_ in checks]
-        for found in unread:
-            found.add(Difference("-", "-", f"the full stream's relay log {full_relay} cannot be read whole"))
-        return list(unread)
+        return [None] * len(walks)
     results: list[SlaveVerification | None] = []
     for walk in walks:
         try:

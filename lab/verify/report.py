@@ -72,8 +72,7 @@ def print_report(runs: Sequence[RunResult], console: Console | None = None, *, m
                 console.print(f"  ... {len(lines) - max_lines} more lines (see --json)")
         for kept in run.kept:
             console.print(f"[dim]kept {kept}[/]")
-    counts = verdict_counts(runs)
-    console.print(verdict_line(runs, counts))
+    console.print(verdict_line(runs))
 
 
 def verdict_counts(runs: Sequence[RunResult]) -> dict[str, int]:
@@ -85,10 +84,10 @@ def verdict_counts(runs: Sequence[RunResult]) -> dict[str, int]:
             "without_reference": sum(p.verdict == NO_REFERENCE for p in pairs)}
 
 
-def verdict_line(runs: Sequence[RunResult], counts: dict[str, int] | None = None) -> str:
+def verdict_line(runs: Sequence[RunResult]) -> str:
     """PASS/FAIL with the pairs it covers; pairs without a reference are counted apart, so a PASS
     never hides that some slaves could not be compared with a real replica."""
-    counts = counts or verdict_counts(runs)
+    counts = verdict_counts(runs)
     unchecked = counts["without_reference"]
     tail = (f"; {unchecked} pair(s) without reference, not compared (see the notes)" if unchecked else "")
     if overall_passed(runs):

@@ -54,13 +54,9 @@ from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, Made, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
-from dumpfilter.spark_jobs.tasks.counts import (  # noqa: F401 - the merges are read from here
-    ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
-)
-from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: F401 - FRAMING... are read from here
-    FRAMING, OTHER, UNATTRIBUTED, Buffer, Statements, TableName, Tables, _unit_tables,
-    envelope_key, keyed_tables,
-)
+from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
+from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, TableName, _unit_tables, envelope_key,
+                                                          keyed_tables)
 
 if TYPE_CHECKING:
     from dumpfilter.codec.format_description import FormatDescription

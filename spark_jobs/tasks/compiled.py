@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 READ_BYTES = 4 << 20  # one read buffer: what a task holds of a chunk at a time (twice, for a long unit)
 
 
-# ------------------------------------------------------------------------------------ chunk cuts
 # ------------------------------------------------------------------------------------ keeps
 class OutputKeeps:
     """One keep array per output the core routes to, by the scanner's name ids (restarted with

@@ -72,8 +72,8 @@ class _Pending:
 
 
 class OutputSet:
-    """Open series by output name; `add(name, events)` (or `add_raw(name, encode_unit(events))`)
-    in input order, then `close()`. Each output's units are buffered and written in blocks."""
+    """Open series by output name; `add(name, events)` (or `add_run`) in input order, then
+    `close()`. Each output's units are buffered and written in blocks."""
 
     def __init__(self, directory: str | os.PathLike[str], header: SourceHeader, max_size: int = DEFAULT_MAX_BINLOG_SIZE):
         self.directory = Path(directory)
@@ -91,9 +91,7 @@ class OutputSet:
         return output
 
     def add(self, name: str, events: list[Event]) -> None:
-        self.add_raw(name, encode_unit(events))
-
-    def add_raw(self, name: str, data: bytes) -> None:
+        data = encode_unit(events)
         if name == ALL:
             self.incidents.append(data)
             for output in self.outputs.values():

@@ -253,7 +253,7 @@ def test_candidates_share_one_scan_and_one_decode(tmp_path):
 def test_candidate_rows_lint_every_candidate(tmp_path):
     """experiment's ranking: each candidate's verdict is the first break lint_files finds."""
     from dumpfilter.spark_jobs.bandwidth_experiment import candidate_rows
-    from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts
+    from dumpfilter.spark_jobs.tasks.counts import SlaveCounts
     from dumpfilter.topology import parse_topology
 
     spec = WorkloadSpec(seed=5, schemas=4, tables_per_schema=2, transactions=200, binlog_format="statement",

@@ -12,7 +12,8 @@ from dumpfilter.codec import EventType, group_transactions, read_events
 from dumpfilter.binlogs import binlog_paths
 from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.topology import TopologyError, parse_topology
-from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
+from dumpfilter.spark_jobs.bandwidth_experiment import count_parts_local, count_parts_spark
+from dumpfilter.spark_jobs.tasks.counts import merge_counts
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 
 TOPOLOGY = """
@@ -66,8 +67,9 @@ def test_experiment_counts_match_independent_counts_and_local(spark, workloads, 
     topology = parse_topology(TOPOLOGY)
     src = workloads[workload]
     chunks = plan_chunks(input_files([src]), 15_000)
-    totals = count_spark(spark, chunks, topology.slaves)
-    assert totals == count_local(plan_chunks(input_files([src]), None), topology.slaves)
+    names = [s.name for s in topology.slaves]
+    totals = merge_counts(count_parts_spark(spark, chunks, topology.slaves), names)
+    assert totals == merge_counts(count_parts_local(plan_chunks(input_files([src]), None), topology.slaves), names)
     events, size, nothing_events, nothing_bytes = _independent(src)
     by_name = {t.slave: t for t in totals}
     for t in totals:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from dumpfilter.codec import group_transactions, read_events
 from dumpfilter.codec.scanner import Scanner
 from dumpfilter.spark_jobs.tasks import bandwidth
-from dumpfilter.spark_jobs.tasks.bandwidth import merge_counts
+from dumpfilter.spark_jobs.tasks.counts import merge_counts
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 from dumpfilter.topology import parse_topology
 from dumpfilter.workload import WorkloadSpec, generate

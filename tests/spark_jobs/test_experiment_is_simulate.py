@@ -17,7 +17,8 @@ from dumpfilter.cli.app import main as dumpfilter_main
 from dumpfilter.codec import EventType
 from dumpfilter.codec.encode import build_event
 from dumpfilter.sent import SentCounts
-from dumpfilter.spark_jobs.bandwidth_experiment import count_local, count_spark
+from dumpfilter.spark_jobs.bandwidth_experiment import count_parts_local, count_parts_spark
+from dumpfilter.spark_jobs.tasks.counts import merge_counts
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 from dumpfilter.topology import TopologyError, load_topology, parse_topology, slave_gates
 from dumpfilter.workload import WorkloadSpec, generate
@@ -132,8 +133,8 @@ def test_spark_experiment_counts_what_simulate_streams(tmp_path, spark, binlogs)
     path = _write(tmp_path, binlogs["mixed"], SLAVES[:4])
     topology = load_topology(path)
     streams = simulated(topology)
-    totals = count_spark(spark, plan_chunks(input_files([binlogs["mixed"]]), 6000), topology.slaves,
-                         slave_gates(topology))
+    totals = merge_counts(count_parts_spark(spark, plan_chunks(input_files([binlogs["mixed"]]), 6000), topology.slaves,
+                                            slave_gates(topology)), [s.name for s in topology.slaves])
     assert_same(streams, [{**t.as_row()} for t in totals])
 
 
@@ -150,13 +151,14 @@ def test_random_rules_count_the_same(tmp_path, binlogs, rules, user, workload):
     path = _write(tmp_path, binlogs[workload], slaves)
     topology = load_topology(path)
     streams = simulated(topology)
-    totals = count_local(plan_chunks(input_files([binlogs[workload]]), None), topology.slaves, slave_gates(topology))
+    totals = merge_counts(count_parts_local(plan_chunks(input_files([binlogs[workload]]), None), topology.slaves,
+                                            slave_gates(topology)), [s.name for s in topology.slaves])
     assert_same(streams, [t.as_row() for t in totals])
 
 
 def test_one_counter_type_for_the_master_and_experiment():
     from dumpfilter.master.model import SlaveStats
-    from dumpfilter.spark_jobs.tasks.bandwidth import SlaveCounts
+    from dumpfilter.spark_jobs.tasks.counts import SlaveCounts
 
     assert issubclass(SlaveStats, SentCounts) and issubclass(SlaveCounts, SentCounts)
     a, b = SlaveCounts(slave="a", events_sent=2, kept_events=1), SlaveCounts(slave="a", events_sent=3, kept_events=2)

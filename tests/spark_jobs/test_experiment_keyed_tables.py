@@ -18,7 +18,7 @@ from dumpfilter import _core
 from dumpfilter.codec import group_transactions, read_events
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.spark_jobs.tasks import bandwidth, statement_tables
-from dumpfilter.spark_jobs.tasks.bandwidth import merge_statements, merge_tables
+from dumpfilter.spark_jobs.tasks.counts import merge_statements, merge_tables
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 from tests.spark_jobs.test_experiment_compiled import _streamed, _topology
 from tests.spark_jobs.test_experiment_statement_tables import _workload

@@ -18,7 +18,7 @@ from dumpfilter.spark_jobs.tasks.local import check_output_dir, split_local
 from dumpfilter.spark_jobs.tasks.output import OutputSet
 from dumpfilter.spark_jobs.tasks.routing import Router, SplitConfig, config_from_maps
 from dumpfilter.spark_jobs.tasks.segments import JOIN_BLOCK_BYTES, join_output, join_tasks, write_chunk_segments
-from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark, task_groups
+from dumpfilter.spark_jobs.split_by_schema import balanced_groups, split_spark
 from tests.oracles.split import ReferenceOutputSet
 from tests.spark_jobs.helpers import check_series, same_tree
 from tests.oracles.chunk_units import read_units
@@ -191,9 +191,7 @@ def test_balanced_groups():
     assert max(loads) - min(loads) <= 2
     assert all(g == sorted(g) for g in groups)
     assert balanced_groups(["x"], [1], 4) == [["x"]]
-    assert task_groups(items, sizes, 2) == groups  # one task per core
-    assert task_groups(items, sizes, 1, per_core=2) == balanced_groups(items, sizes, 2)
-    assert task_groups(items, sizes, 4, per_core=2) == [[x] for x in "acegfdb"]  # more tasks than items: largest first
+    assert balanced_groups(items, sizes, 8) == [[x] for x in "acegfdb"]  # more groups than items: largest first
 
 
 @pytest.mark.spark

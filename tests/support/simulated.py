@@ -8,7 +8,7 @@ from rich.console import Console
 
 from dumpfilter.lab.simulate import run_simulation
 from dumpfilter.spark_jobs.tasks import bandwidth
-from dumpfilter.spark_jobs.tasks.bandwidth import merge_counts
+from dumpfilter.spark_jobs.tasks.counts import merge_counts
 from dumpfilter.spark_jobs.tasks.chunks import input_files, plan_chunks
 
 # The master's counts (Stats RPC) that no idle heartbeat after the caught-up batch can move.
