@@ -216,7 +216,9 @@ pub fn assemble(
                 Some(&KEEP_KEEP) => (true, false),
                 Some(&KEEP_DROP) => (false, true),
                 _ => {
-                    let Some((content, kept)) = stmt.as_deref().and_then(|s| s.answer(i)) else {
+                    let Some((content, kept)) =
+                        stmt.as_deref().and_then(|s| s.units.answer(i, s.keep))
+                    else {
                         break;
                     };
                     by_keys = true;

@@ -105,7 +105,6 @@ fn multmodp(t: &Tables, a: u32, b: u32) -> u32 {
     multmodp_soft(a, b)
 }
 
-/// x^(8n) mod P.
 /// The CRC32 of out[at..] (an event made whole but for it), appended when the binlog carries them.
 pub(crate) fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     if crc {
@@ -114,6 +113,7 @@ pub(crate) fn seal(out: &mut Vec<u8>, at: usize, crc: bool) {
     }
 }
 
+/// x^(8n) mod P.
 #[cfg(test)]
 fn xpow8(t: &Tables, n: usize) -> u32 {
     if let Some(p) = t.xpow.get(n) {

@@ -3,6 +3,7 @@
 //! position, the file name as the body, a CRC32 when the binlog has them), and their making in
 //! bulk: a do-db slave of eight schemas is sent one before nearly every unit it keeps.
 
+use crate::crc::seal;
 use crate::types::{HEADER_LEN, HEARTBEAT};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -21,10 +22,7 @@ pub fn heartbeat(file: &[u8], pos: u64, server_id: u32, crc: bool, out: &mut Vec
     out.extend_from_slice(&(pos as u32).to_le_bytes());
     out.extend_from_slice(&0u16.to_le_bytes());
     out.extend_from_slice(file);
-    if crc {
-        let c = crc32fast::hash(&out[at..]);
-        out.extend_from_slice(&c.to_le_bytes());
-    }
+    seal(out, at, crc);
 }
 
 /// For messages of one length, what each byte of log_pos adds to their CRC32: CRC32 is affine

@@ -494,7 +494,7 @@ pub fn relay_ranges<'r>(
                     let Some(s) = stmts.as_deref_mut() else {
                         break 'take false;
                     };
-                    match s.answer(i) {
+                    match s.units.answer(i, s.keep) {
                         Some((content, kept)) if kept == content => s.used(i),
                         _ => break 'take false,
                     }

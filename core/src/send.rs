@@ -557,7 +557,7 @@ fn count(plan: &UnitList, i: usize, j: usize, opt: &SendOptions, s: &mut Sent) {
         return;
     }
     if let Some((st, _)) = opt.stmts {
-        st.count(i, j, &mut s.key_counts);
+        st.columns().count(i, j, &mut s.key_counts);
     }
 }
 

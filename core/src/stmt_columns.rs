@@ -1,5 +1,5 @@
 //! A segment's statement units by key as every stream's loops read them (rows::rows_many,
-//! `StmtUnits::count`): whether each unit is one, and each keyed statement's key id in unit
+//! send's `KeyColumns::count`): whether each unit is one, and each keyed statement's key id in unit
 //! order, with where each unit's start there. Built once with the segment's `StmtUnits`, read by
 //! every stream: eight do-db streams over a realistic MIXED binlog each walked every statement
 //! unit's pieces (GTID, BEGIN, context events, Query, COMMIT) for their row and again for their

@@ -230,11 +230,6 @@ impl StmtUnits {
         }
         true
     }
-
-    /// Adds the key uses of units i..j to `counts` (one per key id).
-    pub fn count(&self, i: usize, j: usize, counts: &mut [u32]) {
-        self.cols.count(i, j, counts);
-    }
 }
 
 /// One walk's statement units and its consumer's keep byte per key id (KEEP_KEEP, KEEP_DROP:
@@ -259,11 +254,6 @@ impl<'a> ByKeys<'a> {
             units_done: 0,
             statements: 0,
         }
-    }
-
-    /// Unit k's answer (`StmtUnits::answer`).
-    pub fn answer(&self, k: usize) -> Option<(u64, u64)> {
-        self.units.answer(k, self.keep)
     }
 
     /// Unit k was written from its keys' answers: its statements counted per key.
@@ -527,7 +517,7 @@ mod tests {
         }
         assert_eq!(row(&[1]), ROW_SLOW, "a key without an answer");
         let mut counts = vec![0u32; 2];
-        s.count(0, 1, &mut counts);
+        s.columns().count(0, 1, &mut counts);
         assert_eq!(counts, vec![1, 1]);
     }
 
