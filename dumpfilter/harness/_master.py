@@ -52,8 +52,8 @@ class Master:
         """Start serving (once); returns self."""
         if self._server is not None:
             return self
-        server, port = _wiring.start_master(self.binlog_dir, self.listen, self.policy,
-                                            {"lint_bytes": max(0, self.lint_max_mb) << 20})
+        server, port = _wiring.create_server(self.binlog_dir, self.listen, policy=self.policy,
+                                             lint_bytes=max(0, self.lint_max_mb) << 20)
         self._server, self._port = server, port
         if self.mysql_listen is not None:
             try:

@@ -96,7 +96,7 @@ class Slave:
         return self.master if isinstance(self.master, str) else self.master.address
 
     def _new_client(self, until_caught_up: bool) -> _wiring.StoppableSlave:
-        config = _wiring.slave_config(
+        config = _wiring.SlaveConfig(
             master=self.address, server_id=self.server_id, relay_dir=self.relay_dir, rules=self.rules._ruleset,
             settings=self.rules.settings_for(), channel=self.rules.channel, skip_policy=self.skip_policy,
             user=self.user, password=self.password, hostname=self.name, until_caught_up=until_caught_up,
@@ -221,7 +221,7 @@ class Slave:
     @property
     def position(self) -> Position:
         """The master position the relay log is committed up to, with the GTID state there."""
-        info = _wiring.load_relay_info(self.relay_dir)
+        info = _wiring.RelayInfo.load(self.relay_dir)
         if info is None:
             return Position("", 4)
         return Position(info.master_file, info.master_pos, info.gtid_state)
