@@ -19,9 +19,8 @@ from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType, FormatDescription, GtidTracker, fix_transaction_length
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
-from dumpfilter.codec.scanner import gtid_marks as core_gtid_marks
-from dumpfilter.codec.scanner import mysql_gtids_at as core_mysql_gtids_at
-from dumpfilter.codec.scanner import renumber as core_renumber
+from dumpfilter._core import gtid_marks as core_gtid_marks, mysql_gtids_at as core_mysql_gtids_at
+from dumpfilter._core import renumber as core_renumber
 from dumpfilter.codec.writer import fde_for_new_file
 from dumpfilter.binlogs.files import write_index
 
