@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from dumpfilter._core import SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_STOP
 from dumpfilter.codec import Event, EventType, fix_transaction_length
-from dumpfilter.codec.constants import (HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_IN_USE_F,
-                                        LOG_EVENT_SKIP_REPLICATION_F)
+from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
 from dumpfilter.codec.encode import artificial_rotate, build_event, query_body
 from dumpfilter.codec.gtid import MariadbGtidList
-from dumpfilter.codec.writer import fde_for_new_file
+from dumpfilter.codec.rename import replayed_fde
 
 MARIADB_FLAG_IGN_GTIDS = 1 << 29  # Gtid_list_log_event::FLAG_IGN_GTIDS: the SQL thread records the GTIDs listed
 PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
@@ -205,10 +204,7 @@ class SkipPolicy:
             return [build_event(EventType.MARIADB_GTID_LIST, listed.encode(), fmt=fmt, server_id=server_id,
                                 timestamp=0, log_pos=end, flags=LOG_EVENT_ARTIFICIAL_F)]
         rotate = artificial_rotate(file, end, fmt=fmt, server_id=server_id)
-        if fde is None:
-            return [rotate]
-        return [rotate, fde_for_new_file(fde, first=False).with_header(log_pos=0,
-                                                                       flags=fde.flags & ~LOG_EVENT_BINLOG_IN_USE_F)]
+        return [rotate] if fde is None else [rotate, replayed_fde(fde)]
 
 
 class Heartbeat(SkipPolicy):

@@ -92,7 +92,7 @@ def xid_body(xid: int) -> bytes:
 
 
 def rotate_body(next_name: str, position: int = 4) -> bytes:
-    return struct.pack("<Q", position) + next_name.encode()
+    return struct.pack("<Q", position) + next_name.encode("utf-8", "surrogateescape")  # a name os.listdir read
 
 
 def artificial_rotate(file: str, pos: int, *, fmt: FormatDescription | None, server_id: int) -> Event:
