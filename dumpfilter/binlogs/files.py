@@ -309,10 +309,6 @@ class IndexLine:
     text: str
 
 
-def _read_index_bytes(index_path: Path) -> bytes:
-    return _regular(regular_file.read_regular, index_path, "an index file", MAX_INDEX_BYTES)
-
-
 def index_listing(index_path: str | os.PathLike[str]) -> Listing:
     """The files an index names, each in the index's directory, up to its first bad line (its
     `problem`). Each line stands for the file of that name in the index's directory, whatever
@@ -322,7 +318,7 @@ def index_listing(index_path: str | os.PathLike[str]) -> Listing:
     names no file (`.`, `..`, `dir/`) is bad: it is named by line number and byte offset."""
     index_path = Path(index_path)
     try:
-        data = _read_index_bytes(index_path)
+        data = _regular(regular_file.read_regular, index_path, "an index file", MAX_INDEX_BYTES)
     except DumpFilterError as exc:
         return Listing(problem=exc, index_path=index_path)
     names: list[str] = []
