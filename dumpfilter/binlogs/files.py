@@ -223,10 +223,6 @@ class BinlogFile:
             if reader.fmt is None:  # the magic and nothing after it: as read_format_description says
                 raise BinlogError("no Format_description event", path=str(self.path), offset=4)
 
-    @property
-    def name(self) -> str:
-        return self.path.name
-
 
 class Listing(list[str]):
     """The names of a binlog directory's files in order, those its index names but that are
