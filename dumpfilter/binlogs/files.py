@@ -111,9 +111,9 @@ def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
 def _gzip_errors(method: Callable[..., _T]) -> Callable[..., _T]:
     """A GzipFile method whose errors on bad compressed data are GzipBinlog's `_error`."""
     @functools.wraps(method)
-    def wrapped(self: GzipBinlog, *args: Any) -> _T:
+    def wrapped(self: GzipBinlog, *args: Any, **kwargs: Any) -> _T:
         try:
-            return method(self, *args)
+            return method(self, *args, **kwargs)
         except _GZIP_ERRORS as exc:
             raise self._error(exc) from None
     return wrapped
