@@ -63,7 +63,7 @@ def _scan_walk(data: bytes, batch_crc: bool = True) -> int:
     scanner.core.batch_crc = batch_crc  # False: every event's CRC32 on its own (the earlier walk)
     _, stop, error = scanner.walk(data, 4, 0, type_mask(()))
     assert error is None and stop == len(data)
-    return scanner.events_walked
+    return scanner.core.events_walked
 
 
 def _scan_units(data: bytes) -> int:

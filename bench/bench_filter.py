@@ -41,7 +41,7 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.rules import RuleEngine, Settings
 from dumpfilter.binlogs.sinks import FileSink
-from dumpfilter.codec.scanner import renumber
+from dumpfilter._core import renumber
 from dumpfilter.binlogs.filtering import filter_files
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.transaction_filter import TransactionFilter
@@ -274,7 +274,7 @@ def bench_command(tmp: Path, path: Path | None = None) -> dict:
         scanner.core.batch_crc = False  # one event's CRC32 at a time, as a plain header hop would
         _, stop, error = scanner.walk(data, 4, 0, type_mask(()))
         assert error is None and stop == len(data)
-        return scanner.events_walked
+        return scanner.core.events_walked
 
     root = Path(__file__).resolve().parents[1]
     # As installed (pip compiles every module at install): the checkout's bytecode brought up to

@@ -45,7 +45,7 @@ def main() -> None:
             start, out_pos = 0, 4
             while start < units:
                 if walk == "assemble":
-                    done = scanner.assemble(data, start, keeps[0], out_pos, 0, config)
+                    done = scanner.core.assemble(data, start, keeps[0], out_pos, 0, config)
                     outs, out_pos, start = [done.out], done.out_pos, done.next + 1
                 else:
                     routed = _core.split_route(scanner, data, start, keeps, [True] * len(keeps), [0] * len(keeps))

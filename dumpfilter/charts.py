@@ -138,11 +138,6 @@ def saved_percent(bytes_all: int, bytes_sent: int) -> float | None:
     return round(100.0 * (bytes_all - bytes_sent) / bytes_all, 2) if bytes_all else None
 
 
-def saved_label(bytes_all: int, bytes_sent: int) -> str:
-    percent = saved_percent(bytes_all, bytes_sent)
-    return "" if percent is None else f"{-percent:+.1f}%"
-
-
 CHART_MAX_INCHES = 22.0
 
 
@@ -193,7 +188,8 @@ def policy_figure(slaves: Sequence[Row], *, title: str) -> tuple[Figure, list[Dr
                    edgecolor="white", linewidth=0.5)
             total = kept + overhead
             top = max(top, total)
-            label = saved_label(slave.get("bytes_all") or 0, bar["sent"])
+            percent = saved_percent(slave.get("bytes_all") or 0, bar["sent"])
+            label = "" if percent is None else f"{-percent:+.1f}%"
             if label:
                 ax.annotate(label, (x, total), ha="center", va="bottom", fontsize=7 if len(slaves) <= 16 else 5,
                             rotation=0 if len(slaves) <= 16 else 90)
@@ -298,12 +294,6 @@ def peak(rates: Sequence[float]) -> int | None:
     return rates.index(top) if top > 0 else None
 
 
-def _time_span(series: Sequence[Row], reference: Sequence[Point] | None) -> tuple[int, int] | None:
-    times: list[int] = [p[2] for item in series for p in item["points"] if len(p) > 2 and p[2] is not None]
-    times += [p[2] for p in reference or () if len(p) > 2 and p[2] is not None]
-    return (min(times), max(times)) if times else None
-
-
 REFERENCE_LABEL = "without master-side filtering"
 LINT_TAG = "  [lint: a replica stops]"
 TIMELINE_FIELDS = ["series", "lint_breaks", "bin_start_epoch", "bin_start_utc", "bin_seconds", "mb_s", "peak",
@@ -320,10 +310,11 @@ def timeline_bins(series: Sequence[Row], reference: Sequence[Point] | None = Non
     """What `timeline_chart` draws against binlog time: the bins (`start`, `width` seconds, `count`,
     the span's `end`) and each line's MB/s per bin ([(name, rates, breaks)]); None for a binlog
     without timestamps (drawn against position)."""
-    span = _time_span(series, reference)
-    if span is None:
+    times: list[int] = [p[2] for item in series for p in item["points"] if len(p) > 2 and p[2] is not None]
+    times += [p[2] for p in reference or () if len(p) > 2 and p[2] is not None]
+    if not times:
         return None
-    start, end = span
+    start, end = min(times), max(times)
     width = max(1, -(-(end - start + 1) // TIMELINE_BINS))
     count = max(1, (end - start + 1) // width)  # the last bin takes the remainder: never a short, noisy one
     return {"start": start, "end": end, "width": width, "count": count,

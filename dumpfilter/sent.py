@@ -61,7 +61,3 @@ class SentCounts:
             mine = getattr(self, f.name)
             if type(mine) is int and hasattr(other, f.name):
                 setattr(self, f.name, mine + getattr(other, f.name))
-
-    def counts(self) -> dict[str, int]:
-        """The counts of SentCounts' own fields, by name."""
-        return {f.name: getattr(self, f.name) for f in fields(SentCounts)}

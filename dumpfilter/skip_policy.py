@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from dumpfilter._core import SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_STOP
 from dumpfilter.codec import Event, EventType, fix_transaction_length
-from dumpfilter.codec.constants import (HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_IN_USE_F,
-                                        LOG_EVENT_SKIP_REPLICATION_F)
-from dumpfilter.codec.encode import build_event, query_body
+from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
+from dumpfilter.codec.encode import artificial_rotate, build_event, query_body
 from dumpfilter.codec.gtid import MariadbGtidList
+from dumpfilter.codec.rename import replayed_fde
 
 MARIADB_FLAG_IGN_GTIDS = 1 << 29  # Gtid_list_log_event::FLAG_IGN_GTIDS: the SQL thread records the GTIDs listed
 PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
@@ -203,13 +203,8 @@ class SkipPolicy:
             listed = MariadbGtidList(dict(gtids), flags=MARIADB_FLAG_IGN_GTIDS >> 28 if gtids else 0)
             return [build_event(EventType.MARIADB_GTID_LIST, listed.encode(), fmt=fmt, server_id=server_id,
                                 timestamp=0, log_pos=end, flags=LOG_EVENT_ARTIFICIAL_F)]
-        rotate = build_event(EventType.ROTATE, struct.pack("<Q", end) + file.encode("utf-8"), fmt=fmt,
-                             server_id=server_id, timestamp=0, log_pos=0, flags=LOG_EVENT_ARTIFICIAL_F)
-        if fde is None:
-            return [rotate]
-        created_at = HEADER_LEN + 2 + 50  # binlog_version, server_version, then `created`
-        body = fde.raw[HEADER_LEN:created_at] + b"\0\0\0\0" + fde.raw[created_at + 4:len(fde.raw) - fde.checksum_len]
-        return [rotate, fde.with_body(body).with_header(log_pos=0, flags=fde.flags & ~LOG_EVENT_BINLOG_IN_USE_F)]
+        rotate = artificial_rotate(file, end, fmt=fmt, server_id=server_id)
+        return [rotate] if fde is None else [rotate, replayed_fde(fde)]
 
 
 class Heartbeat(SkipPolicy):

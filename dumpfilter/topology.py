@@ -440,30 +440,25 @@ class _Locator:
 
     def table(self, table: str, key: str) -> str:
         """The line of `key` inside `[table]` (or of `[table]` itself, or of a dotted `x.key =`)."""
-        header = rf"\s*\[\s*{re.escape(table)}\s*\]"
-        start = self._find(header)
+        start = self._find(rf"\s*\[\s*{re.escape(table)}\s*\]")
         if start is None:
             parent, _, leaf = table.rpartition(".")
             if parent:  # [master] with `workload = {...}` or `workload.seed = 1`
-                line = self._find_in_table(parent, rf"\s*{re.escape(leaf)}\s*[.=]")
+                parent_start = self._find(rf"\s*\[\s*{re.escape(parent)}\s*\]")
+                line = None if parent_start is None else self._in_section(parent_start, leaf)
                 return f"{self.name}:{line + 1}" if line is not None else self.top(parent)
             return self.top(table)
-        stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        line = self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
+        line = self._in_section(start, key)
         return f"{self.name}:{(line if line is not None else start) + 1}"
 
-    def _find_in_table(self, table: str, pattern: str) -> int | None:
-        start = self._find(rf"\s*\[\s*{re.escape(table)}\s*\]")
-        if start is None:
-            return None
+    def _in_section(self, start: int, key: str) -> int | None:
+        """The line of `key =` (or a dotted `key.x =`) in the table whose header is line `start`."""
         stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        return self._find(pattern, start + 1, stop)
+        return self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
 
     def slave(self, index: int, key: str) -> str:
         headers = [i for i, line in enumerate(self.lines) if re.match(r"\s*\[\[\s*slaves\s*\]\]", line)]
         if index >= len(headers):  # inline array `slaves = [{...}]`
             return self.top("slaves")
-        start = headers[index]
-        stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        line = self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
-        return f"{self.name}:{(line if line is not None else start) + 1}"
+        line = self._in_section(headers[index], key)
+        return f"{self.name}:{(line if line is not None else headers[index]) + 1}"

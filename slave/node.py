@@ -73,7 +73,7 @@ def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner | No
     batch that is not whole events, or a bad CRC, raises with its offset in the batch."""
     if scanner is None:
         scanner = Scanner("<stream>")
-    if not scanner.has_format and fmt is not None:
+    if not scanner.core.has_format and fmt is not None:
         scanner.load_format(fmt.raw)
     scan = scanner.units(blob, 0, 0, at_eof=True)
     error = scan.error

@@ -153,9 +153,6 @@ class WriteBehind:
             except Exception as exc:  # noqa: BLE001 - raised in the caller's thread
                 self._error = exc
 
-    def fileno(self) -> int:
-        return self._fd
-
     @property
     def closed(self) -> bool:
         return self._worker is None

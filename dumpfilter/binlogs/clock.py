@@ -55,12 +55,6 @@ class BinlogClock:
             stream.close()
         self._open.clear()
 
-    def __enter__(self) -> BinlogClock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 def timed(points: list[tuple[str, int, int]], clock: BinlogClock) -> list[int | None]:
     """Each (file, pos, ...) point's binlog time: the clock's at that position, else the last known

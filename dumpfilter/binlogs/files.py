@@ -6,6 +6,7 @@ the directory."""
 from __future__ import annotations
 
 import errno
+import functools
 import gzip
 import os
 import re
@@ -107,6 +108,17 @@ def open_binlog(path: str | os.PathLike[str]) -> BinaryIO:
     return cast(BinaryIO, stream)  # a binary reader; typeshed's GzipFile is not a typing.BinaryIO
 
 
+def _gzip_errors(method: Callable[..., _T]) -> Callable[..., _T]:
+    """A GzipFile method whose errors on bad compressed data are GzipBinlog's `_error`."""
+    @functools.wraps(method)
+    def wrapped(self: GzipBinlog, *args: Any, **kwargs: Any) -> _T:
+        try:
+            return method(self, *args, **kwargs)
+        except _GZIP_ERRORS as exc:
+            raise self._error(exc) from None
+    return wrapped
+
+
 class GzipBinlog(gzip.GzipFile):
     """A gzipped binlog, read as the binlog it holds. What gzip and zlib raise on bad compressed
     data (EOFError for a truncated file, BadGzipFile, zlib.error) and an I/O error under it
@@ -122,41 +134,13 @@ class GzipBinlog(gzip.GzipFile):
         self.myfileobj = fileobj  # type: ignore[assignment]
         self.binlog_path = path
 
-    def read(self, size: int | None = -1) -> bytes:
-        try:
-            return super().read(-1 if size is None else size)
-        except _GZIP_ERRORS as exc:
-            raise self._error(exc) from None
-
-    def read1(self, size: int = -1) -> bytes:
-        try:
-            return super().read1(size)
-        except _GZIP_ERRORS as exc:
-            raise self._error(exc) from None
-
-    def readinto(self, b: Any) -> int:
-        try:
-            return super().readinto(b)
-        except _GZIP_ERRORS as exc:
-            raise self._error(exc) from None
-
-    def peek(self, n: int) -> bytes:
-        try:
-            return super().peek(n)
-        except _GZIP_ERRORS as exc:
-            raise self._error(exc) from None
-
-    def readline(self, size: int | None = -1) -> bytes:
-        try:
-            return super().readline(size)
-        except _GZIP_ERRORS as exc:
-            raise self._error(exc) from None
-
-    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
-        try:
-            return super().seek(offset, whence)
-        except _GZIP_ERRORS as exc:
-            raise self._error(exc) from None
+    # Every read and seek, what gzip and zlib raise on bad data as one BinlogError (`_error`).
+    read = _gzip_errors(gzip.GzipFile.read)
+    read1 = _gzip_errors(gzip.GzipFile.read1)
+    readinto = _gzip_errors(gzip.GzipFile.readinto)
+    peek = _gzip_errors(gzip.GzipFile.peek)
+    readline = _gzip_errors(gzip.GzipFile.readline)
+    seek = _gzip_errors(gzip.GzipFile.seek)
 
     def _decompressed(self) -> int | None:
         """How many bytes of the binlog were decompressed before the error (gzip's reader counts
@@ -238,10 +222,6 @@ class BinlogFile:
                 raise file_error(exc, self.path) from None
             if reader.fmt is None:  # the magic and nothing after it: as read_format_description says
                 raise BinlogError("no Format_description event", path=str(self.path), offset=4)
-
-    @property
-    def name(self) -> str:
-        return self.path.name
 
 
 class Listing(list[str]):
@@ -325,10 +305,6 @@ class IndexLine:
     text: str
 
 
-def _read_index_bytes(index_path: Path) -> bytes:
-    return _regular(regular_file.read_regular, index_path, "an index file", MAX_INDEX_BYTES)
-
-
 def index_listing(index_path: str | os.PathLike[str]) -> Listing:
     """The files an index names, each in the index's directory, up to its first bad line (its
     `problem`). Each line stands for the file of that name in the index's directory, whatever
@@ -338,7 +314,7 @@ def index_listing(index_path: str | os.PathLike[str]) -> Listing:
     names no file (`.`, `..`, `dir/`) is bad: it is named by line number and byte offset."""
     index_path = Path(index_path)
     try:
-        data = _read_index_bytes(index_path)
+        data = _regular(regular_file.read_regular, index_path, "an index file", MAX_INDEX_BYTES)
     except DumpFilterError as exc:
         return Listing(problem=exc, index_path=index_path)
     names: list[str] = []

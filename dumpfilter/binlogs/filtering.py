@@ -357,7 +357,7 @@ class _FileWalk:
             config = self._config = AssembleConfig(renumber=direct.renumber_positions, crc=fmt.checksum_len > 0,
                                                    empty_keep=self.empty_keep, gtids=sink.direct_gtids, renames=renames,
                                                    query_post=posts[0], load_post=posts[1], table_map_post=posts[2])
-        done = self.scanner.assemble(
+        done = self.scanner.core.assemble(
             self.buf, at, bf.keeps.tables(self.scanner.names), direct.position, self.base, config, answers=answers,
             limit=sink.direct_limit, fresh=sink.direct_fresh(), stmt_keep=None if keys is None else keys.keep)
         if done.next > at:

@@ -44,7 +44,7 @@ from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
 from dumpfilter.codec.event import Buffer, decode_text, query_text
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.reader import bad_magic, truncated
-from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, statement_key, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, unit_events
 from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_divergence import Breaks, may_diverge
@@ -394,7 +394,7 @@ def _lone_dml(buf: Buffer, u: _core.UnitEntry, fmt: FormatDescription | None) ->
     text = query_text(buf, at, u.end, fmt)
     if text is None:
         return None
-    shape = statement_key(text[1].encode("utf-8", "surrogateescape"))
+    shape = _core.statement_key(text[1].encode("utf-8", "surrogateescape"))
     return None if shape is None else (text[0], text[1], shape)
 
 

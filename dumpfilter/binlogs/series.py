@@ -19,9 +19,8 @@ from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType, FormatDescription, GtidTracker, fix_transaction_length
 from dumpfilter.codec.constants import GTID_EVENT_TYPES
-from dumpfilter.codec.scanner import gtid_marks as core_gtid_marks
-from dumpfilter.codec.scanner import mysql_gtids_at as core_mysql_gtids_at
-from dumpfilter.codec.scanner import renumber as core_renumber
+from dumpfilter._core import gtid_marks as core_gtid_marks, mysql_gtids_at as core_mysql_gtids_at
+from dumpfilter._core import renumber as core_renumber
 from dumpfilter.codec.writer import fde_for_new_file
 from dumpfilter.binlogs.files import write_index
 
@@ -64,7 +63,7 @@ class BinlogSeriesWriter:
     Event path only. `change_format(fde)` starts a new file with another FDE."""
 
     def __init__(self, directory: str | os.PathLike[str], basename: str, fde: Event, *,
-                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, start_state: Event | None = None, first_number: int = 1,
+                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, start_state: Event | None = None,
                  renumber_positions: bool = True):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -77,7 +76,7 @@ class BinlogSeriesWriter:
             self.gtids.start_from(start_state)
         self._pending_gtids: list[bytes] = []  # GTID events not yet added to self.gtids
         self.names: list[str] = []
-        self.number = first_number
+        self.number = 1
         self._file: BinaryIO | None = None
         self.writer: BinlogWriter | None = None
         self._framed_at = 0  # the current file's offset after its framing
@@ -154,15 +153,12 @@ class BinlogSeriesWriter:
         self._file = None
         self.writer = None
 
-    def _rotate(self) -> None:
-        self.number += 1
-        self._finish_file(self._name(self.number))
-        self._open()
-
     def rotate(self) -> None:
         """End the current file with a Rotate and open the next (a caller that writes units into
         `writer` itself and found it full: what `writer_for_unit` does before a unit)."""
-        self._rotate()
+        self.number += 1
+        self._finish_file(self._name(self.number))
+        self._open()
 
     def writer_for_unit(self) -> BinlogWriter:
         """The writer the next unit goes to: opens the first file, or rotates when the current
@@ -173,7 +169,7 @@ class BinlogSeriesWriter:
         if self.writer.position >= self.max_size and not self.fresh:
             # (A file that holds no unit yet, opened by `rotate`, takes this one whatever its
             # framing's size: as a file opened here does.)
-            self._rotate()
+            self.rotate()
         return self._current()[0]
 
     def write_transaction(self, events: Sequence[Event]) -> None:
@@ -181,15 +177,6 @@ class BinlogSeriesWriter:
             return
         self.writer_for_unit().write_transaction(events)
         self.track_gtid(events[0].raw)
-
-    def _write_run(self, buf: bytearray, start: int, stop: int) -> None:
-        if stop > start:
-            writer, file = self._current()
-            ts = renumber(buf, start, stop, writer.position, self.fmt.checksum_len, self.fmt)
-            if ts:
-                writer.last_timestamp = ts
-            file.write(memoryview(buf)[start:stop])
-            writer.position += stop - start
 
     def write_run(self, buf: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
         """Append the units lying back to back in `buf` (unit i ends at `ends[i]`), as
@@ -223,13 +210,19 @@ class BinlogSeriesWriter:
             unit = ends[k - 1] if k else 0
             self._write_piece(buf, run, unit)
             run = unit
-            self._rotate()
+            self.rotate()
             j = k + 1
         self._write_piece(buf, run, ends[-1], marks if run == 0 else None)
 
     def _write_piece(self, buf: bytearray, start: int, stop: int, marks: bytes | None = None) -> None:
         self.track_gtids(buf, core_gtid_marks(buf, start, stop) if marks is None else marks)
-        self._write_run(buf, start, stop)
+        if stop > start:
+            writer, file = self._current()
+            ts = renumber(buf, start, stop, writer.position, self.fmt.checksum_len, self.fmt)
+            if ts:
+                writer.last_timestamp = ts
+            file.write(memoryview(buf)[start:stop])
+            writer.position += stop - start
 
     def change_format(self, fde: Event) -> None:
         """Later units go to a new file opened with this FDE (an input file whose event format

@@ -11,9 +11,8 @@ from typing import BinaryIO
 
 from dumpfilter.codec import BinlogWriter, Event, EventType
 from dumpfilter.codec.format_description import FormatDescription
-from dumpfilter.codec.scanner import foreign_log_pos
 from dumpfilter.errors import MalformedEventError
-from dumpfilter._core import last_timestamp as core_last_timestamp
+from dumpfilter._core import foreign_log_pos, last_timestamp as core_last_timestamp
 from dumpfilter.binlogs.background import WriteBehind
 from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPES, BinlogSeriesWriter, renumber

@@ -24,13 +24,9 @@ def crc_input(raw: bytes) -> bytes:
     return body
 
 
-def stored_crc(raw: bytes) -> int:
-    crc: int = _U32.unpack_from(raw, len(raw) - CHECKSUM_LEN)[0]
-    return crc
-
-
 def crc_ok(raw: bytes) -> bool:
-    return compute_crc(crc_input(raw)) == stored_crc(raw)
+    stored: int = _U32.unpack_from(raw, len(raw) - CHECKSUM_LEN)[0]
+    return compute_crc(crc_input(raw)) == stored
 
 
 def with_crc(event_without_crc: bytes) -> bytes:

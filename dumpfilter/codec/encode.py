@@ -47,16 +47,11 @@ def build_event(type_code: int, body: bytes, *, fmt: FormatDescription | None, s
     return Event(raw, pos, fmt)
 
 
-def fde_body(server_version: str, *, checksum: bool = True, created: int = 0) -> bytes:
-    mariadb = "mariadb" in server_version.lower()
-    post = MARIADB_POST_HEADERS if mariadb else MYSQL_80_POST_HEADERS
-    body = struct.pack("<H50sIB", 4, server_version.encode(), created, HEADER_LEN) + post
-    return body + bytes((CHECKSUM_CRC32 if checksum else CHECKSUM_OFF,))
-
-
 def format_description(server_version: str = "8.0.36-dumpfilter", *, checksum: bool = True, server_id: int = 1,
                        timestamp: int = 0, created: int = 0) -> Event:
-    body = fde_body(server_version, checksum=checksum, created=created)
+    post = MARIADB_POST_HEADERS if "mariadb" in server_version.lower() else MYSQL_80_POST_HEADERS
+    body = struct.pack("<H50sIB", 4, server_version.encode(), created, HEADER_LEN) + post
+    body += bytes((CHECKSUM_CRC32 if checksum else CHECKSUM_OFF,))
     fmt = FormatDescription.parse(HEADER.pack(0, EventType.FORMAT_DESCRIPTION, 0, 0, 0, 0) + body + b"\0" * 4)
     return build_event(EventType.FORMAT_DESCRIPTION, body, fmt=fmt, server_id=server_id,
                        timestamp=timestamp, log_pos=4 + HEADER_LEN + len(body) + 4, pos=4)
@@ -97,7 +92,7 @@ def xid_body(xid: int) -> bytes:
 
 
 def rotate_body(next_name: str, position: int = 4) -> bytes:
-    return struct.pack("<Q", position) + next_name.encode()
+    return struct.pack("<Q", position) + next_name.encode("utf-8", "surrogateescape")  # a name os.listdir read
 
 
 def artificial_rotate(file: str, pos: int, *, fmt: FormatDescription | None, server_id: int) -> Event:

@@ -111,9 +111,6 @@ def query_text(buf: Buffer, start: int, end: int, fmt: FormatDescription) -> tup
 @dataclass(frozen=True, slots=True)
 class QueryFields:
     thread_id: int
-    exec_time: int
-    error_code: int
-    status_vars: bytes
     db: str
     sql: str
 
@@ -209,10 +206,9 @@ class Event:
         end = self.size - fmt.checksum_len
         if HEADER_LEN + _QUERY_POST.size > end:
             raise self._malformed("the post-header runs past the end of the event")
-        thread_id, exec_time, db_len, error_code, status_len = _QUERY_POST.unpack_from(raw, HEADER_LEN)
+        thread_id, _, db_len, _, status_len = _QUERY_POST.unpack_from(raw, HEADER_LEN)
         # EXECUTE_LOAD_QUERY has 13 more post-header bytes; the FDE table tells us.
         start = HEADER_LEN + fmt.post_header_len(self.type_code)
-        status_vars = raw[start : start + status_len]
         db_start = start + status_len
         if db_start + db_len + 1 > end:  # status variables, db name and its NUL
             raise self._malformed(f"status variables ({status_len} bytes) and db name ({db_len} bytes) "
@@ -221,7 +217,7 @@ class Event:
         sql = raw[db_start + db_len + 1 : end]
         if self.type_code == EventType.QUERY_COMPRESSED:
             sql = mariadb_uncompress(sql)
-        return QueryFields(thread_id, exec_time, error_code, status_vars, decode_text(db), decode_text(sql))
+        return QueryFields(thread_id, decode_text(db), decode_text(sql))
 
     @property
     def db(self) -> str | None:
@@ -357,19 +353,6 @@ class Event:
         """(position, next file name) of a Rotate event. The name has no path and no NUL."""
         body = self.body
         return _U64.unpack_from(body, 0)[0], decode_text(body[8:])
-
-    @property
-    @_decoder
-    def xid(self) -> int:
-        xid: int = _U64.unpack_from(self.raw, HEADER_LEN)[0]
-        return xid
-
-    @property
-    @_decoder
-    def incident(self) -> tuple[int, str]:
-        body = self.body
-        n = body[2]
-        return _U16.unpack_from(body, 0)[0], decode_text(body[3 : 3 + n])
 
     @property
     def heartbeat_file(self) -> str:

@@ -39,10 +39,8 @@ def is_checksum_aware(server_version: str) -> bool:
 class FormatDescription:
     """What a reader needs to know about the events after an FDE."""
 
-    binlog_version: int
     server_version: str
     created: int
-    header_len: int
     post_header_lens: bytes
     checksum_alg: int | None  # None for servers that predate checksums
     # The event itself, for the compiled scanner to adopt when a read starts past it.
@@ -99,4 +97,4 @@ class FormatDescription:
         else:
             checksum_alg = None
             post_header_lens = raw[start:]
-        return cls(binlog_version, server_version, created, header_len, bytes(post_header_lens), checksum_alg, bytes(raw))
+        return cls(server_version, created, bytes(post_header_lens), checksum_alg, bytes(raw))

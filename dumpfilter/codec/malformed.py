@@ -21,8 +21,6 @@ MIN_BODY: dict[int, int] = {
     EventType.ROTATE: 8,               # position u64
     EventType.PREVIOUS_GTIDS: 8,       # n_sids u64
     EventType.MARIADB_GTID_LIST: 4,    # count u32
-    EventType.XID: 8,
-    EventType.INCIDENT: 3,             # kind u16, message length u8
     EventType.BINLOG_CHECKPOINT: 4,    # name length u32
     EventType.RAND: 16,                # seed1, seed2 u64
 }

@@ -7,7 +7,7 @@ from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import BinlogError
 from dumpfilter.codec.event import HEADER, Event
 from dumpfilter.codec.packing import encode_lenenc
-from dumpfilter.codec.scanner import payload_bytes
+from dumpfilter._core import payload_bytes
 
 PAYLOAD_SIZE, COMPRESSION_TYPE, UNCOMPRESSED_SIZE = 1, 2, 3
 ZSTD, NONE = 0, 255

@@ -59,29 +59,16 @@ class EventSplitter:
         else:
             self._buf += data
 
-    def _consume_magic(self) -> bool:
-        """Skip the 4-byte magic at the start of a file; False while it is not all there."""
-        if not self._need_magic:
-            return True
-        buf = self._buf
-        if len(buf) - self._off < 4:
-            return False
-        if buf[self._off : self._off + 4] != MAGIC:
-            raise bad_magic(self.name)
-        self._off += 4
-        self._pos = 4
-        self._need_magic = False
-        return True
-
-    def _format_at(self, buf: bytes, at: int, size: int, pos: int) -> FormatDescription:
-        """The Python view of an FDE the scanner has already checked and adopted."""
-        self.fmt = FormatDescription.parse(buf[at : at + size], path=self.name, offset=pos)
-        return self.fmt
-
     def events(self) -> Iterator[Event]:
-        if not self._consume_magic():
-            return
         buf = self._buf
+        if self._need_magic:  # the 4-byte magic a file starts with, skipped once it is all there
+            if len(buf) - self._off < 4:
+                return
+            if buf[self._off : self._off + 4] != MAGIC:
+                raise bad_magic(self.name)
+            self._off += 4
+            self._pos = 4
+            self._need_magic = False
         base = self._pos - self._off
         offsets, stop, error = self._scanner.walk(buf, self._off, base, ALL_TYPES)
         unpack = HEADER.unpack_from
@@ -90,8 +77,8 @@ class EventSplitter:
         for at in offsets:
             header = unpack(buf, at)
             size = header[3]
-            if header[1] == FDE:
-                fmt = self._format_at(buf, at, size, base + at)
+            if header[1] == FDE:  # the Python view of an FDE the scanner has already checked and adopted
+                fmt = self.fmt = FormatDescription.parse(buf[at : at + size], path=self.name, offset=base + at)
             event = Event(buf[at : at + size], base + at, fmt, header)
             if header[1] not in known and not header[5] & LOG_EVENT_IGNORABLE_F:
                 # Unknown and not flagged ignorable: the server would refuse it. Passing it

@@ -11,14 +11,13 @@ Pure codec: the renaming functions come from the rules (dumpfilter.rules.renamer
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterable, Iterator
 
 from dumpfilter import _core
-from dumpfilter.codec.constants import (
-    HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_BINLOG_IN_USE_F, EventType,
-)
+from dumpfilter.codec.constants import LOG_EVENT_BINLOG_IN_USE_F, EventType
+from dumpfilter.codec.encode import artificial_rotate
 from dumpfilter.codec.event import Event
+from dumpfilter.codec.writer import fde_for_new_file
 
 # (db, table) -> (the names the applier uses, whether a rule renamed them): replicate-rewrite-db
 # renames the database alone, WL#2516 REWRITE over db.table patterns the table too
@@ -59,13 +58,15 @@ def position_reset(file: str, pos: int, fde: Event, server_id: int) -> list[Even
     replica's IO thread sets its position there, process_io_rotate, and its SQL thread its executed
     position between groups, Rotate_log_event::do_update_pos), then the file's Format_description
     (log_pos 0: not counted; created 0: the replica's temporary tables stay), which the IO thread
-    needs after a Rotate. Checksummed as `fde` says the file is."""
-    head = struct.pack("<IBIIIH", 0, EventType.ROTATE, server_id, 0, 0, LOG_EVENT_ARTIFICIAL_F)
-    rotate = fde.replaced(head + struct.pack("<Q", pos) + _encode(file))
-    created_at = HEADER_LEN + 2 + 50  # binlog_version, server_version, then `created`
-    raw = fde.raw
-    body = raw[HEADER_LEN:created_at] + b"\0\0\0\0" + raw[created_at + 4:len(raw) - fde.checksum_len]
-    return [rotate, fde.with_body(body).with_header(log_pos=0, flags=fde.flags & ~LOG_EVENT_BINLOG_IN_USE_F)]
+    needs after a Rotate. The Rotate is checksummed as the file's events are (binlog_checksum), not
+    as its Format_description, which a checksum-aware server ends with a CRC even under NONE."""
+    return [artificial_rotate(file, pos, fmt=fde.fmt, server_id=server_id), replayed_fde(fde)]
+
+
+def replayed_fde(fde: Event) -> Event:
+    """A file's Format_description as a dump thread sends it after its artificial Rotate: log_pos 0
+    (not counted), created 0 (the replica's temporary tables stay), not in use."""
+    return fde_for_new_file(fde, first=False).with_header(log_pos=0, flags=fde.flags & ~LOG_EVENT_BINLOG_IN_USE_F)
 
 
 class PositionKeeper:

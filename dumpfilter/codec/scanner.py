@@ -47,29 +47,9 @@ ROW_SLOW = _core.ROW_SLOW
 
 KINDS = ("control", "transaction", "statement")  # the core's kind codes, as transactions.py names them
 
-# The inner events' bytes of a Transaction_payload body (zstd or none); ValueError if malformed.
-payload_bytes = _core.payload_bytes
-# Renumbers whole events in a bytearray in place for an output offset: (last timestamp, FDE offsets).
-renumber = _core.renumber
-# (kind, qualifier or None, table) of a single-table DML statement's bytes as the core's assembly
-# keys it (rules.keep_table), or None where the Python parser decides it.
-statement_key = _core.statement_key
-# Split's routing walk over a scanner's last units (one copy per output, issue #40), and the GTID
-# events of a run of whole units a series' next GTID state needs (packed u64 offsets).
-split_route = _core.split_route
-gtid_marks = _core.gtid_marks
-# The untagged MySQL GTIDs at a block's GTID marks as runs of consecutive gnos (a MysqlGtids; its
-# `tagged` names the marks of every other GTID event, read the codec's way).
-mysql_gtids_at = _core.mysql_gtids_at
-# Whether a file's first bytes hold another server's log_pos values (a relay log).
-foreign_log_pos = _core.foreign_log_pos
-# (end offset, events, Table_maps so far) per statement of a fast unit's body, or None.
-statements = _core.statements
 # A segment's units for the core's per-stream send walk (kept runs, partial units, heartbeats):
 # Scanner.scan_into(unit_list, ...) per read buffer, then rows(keep) and send(...) per stream.
 UnitList = _core.UnitList
-# The Heartbeat event the master sends for (file, pos): heartbeat(file, pos, server_id, crc).
-heartbeat = _core.heartbeat
 _FDE = int(EventType.FORMAT_DESCRIPTION)
 
 
@@ -226,16 +206,8 @@ class Scanner:
         return self._core
 
     @property
-    def has_format(self) -> bool:
-        return self._core.has_format
-
-    @property
     def checksum_len(self) -> int:
         return self._core.checksum_len
-
-    @property
-    def events_walked(self) -> int:
-        return self._core.events_walked
 
     def load_format(self, fde_raw: bytes, offset: int = 4) -> None:
         """Adopt the format of an FDE read elsewhere (a read that starts past it)."""
@@ -285,22 +257,6 @@ class Scanner:
         """The (db, table) names the core interned since its last call, decoded, by name id."""
         if new_names:
             self.names.extend((decode_text(n.db), decode_text(n.table)) for n in new_names)
-
-    def assemble(self, buf: bytes, start: int, keep: bytes, out_pos: int, base: int, config: _core.AssembleConfig, *,
-                 answers: bytes | None = None, limit: int | None = None, fresh: bool = False,
-                 stmt_keep: bytes | None = None) -> _core.AssembleResult:
-        """What a filter keeps of the last `units` call's fast units from index `start` on
-        (buf: that call's buffer), written as `config` says (`_core.AssembleConfig`): the bytes,
-        the next unit index, the output offset, the counts; see the core's assemble::assemble.
-        `answers`: a byte per unit, KEEP_KEEP (written whole) or KEEP_DROP (emptied) for units
-        that are not fast and were decided in Python (anything else, KEEP_ASK, stops the
-        assembly there, or tries the unit's statement keys). `limit`: stop before writing a unit at or past this output offset
-        (`full`; `fresh`: the file has no unit yet). `stmt_keep`: the statement units
-        `statement_units` read are decided by their statements' keys, one byte per key id
-        (rules.keep_table). A `config` with `renames` writes replicate-rewrite-db's names into the
-        units kept whole (rename_db); a unit naming a database the map lacks stops it there."""
-        return self._core.assemble(buf, start, keep, out_pos, base, config, answers=answers, limit=limit, fresh=fresh,
-                                   stmt_keep=stmt_keep)
 
     def statement_units(self, buf: bytes, start: int, fmt: FormatDescription) -> list[_core.StatementKey]:
         """The keys of the last `units` call's statement units from index `start` on (buf: that

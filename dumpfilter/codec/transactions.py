@@ -103,10 +103,6 @@ class Transaction:
         return self.events[0].pos
 
     @property
-    def end_pos(self) -> int:
-        return self.events[-1].end_pos
-
-    @property
     def size(self) -> int:
         """Total bytes of the unit's events (cached while the event list is unchanged in length)."""
         cached = self.__dict__.get("_size")

@@ -52,8 +52,8 @@ class Master:
         """Start serving (once); returns self."""
         if self._server is not None:
             return self
-        server, port = _wiring.start_master(self.binlog_dir, self.listen, self.policy,
-                                            {"lint_bytes": max(0, self.lint_max_mb) << 20})
+        server, port = _wiring.create_server(self.binlog_dir, self.listen, policy=self.policy,
+                                             lint_bytes=max(0, self.lint_max_mb) << 20)
         self._server, self._port = server, port
         if self.mysql_listen is not None:
             try:
@@ -113,11 +113,15 @@ class Master:
 
     def binlog_end(self) -> Position:
         """The end of the binlog as it is now: its last file and that file's size."""
+        last = self._files()[-1]
+        return Position(last, (self.binlog_dir / last).stat().st_size)
+
+    def _files(self) -> list[str]:
+        """The binlog's file names in order (a DumpFilterError when there is none)."""
         listing = binlog_listing(self.binlog_dir)
         if not listing:
             raise listing.problem or DumpFilterError(f"no binlog files in {self.binlog_dir}")
-        last = listing[-1]
-        return Position(last, (self.binlog_dir / last).stat().st_size)
+        return listing
 
     # -- slaves and replicas ---------------------------------------------------------------
     def slave(self, rules: Rules | Sequence[str] | str | None = None, **options: object) -> Slave:

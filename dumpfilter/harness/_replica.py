@@ -63,19 +63,11 @@ class Replica:
             server.start()
             follow(server, self.master.host, port, user=self.user, password=self.password,
                    start="MASTER_USE_GTID=slave_pos" if self.gtid else
-                   f"MASTER_LOG_FILE='{self._first_file()}', MASTER_LOG_POS=4, MASTER_USE_GTID=no")
+                   f"MASTER_LOG_FILE='{self.master._files()[0]}', MASTER_LOG_POS=4, MASTER_USE_GTID=no")
         except BaseException:
             self.stop()
             raise
         return self
-
-    def _first_file(self) -> str:
-        from dumpfilter.binlogs.files import binlog_listing
-
-        listing = binlog_listing(self.master.binlog_dir)
-        if not listing:
-            raise listing.problem or DumpFilterError(f"no binlog files in {self.master.binlog_dir}")
-        return listing[0]
 
     def stop(self) -> None:
         """Stop the server (SIGTERM by process id, SIGKILL if it lingers) and remove its files."""

@@ -95,15 +95,6 @@ class Slave:
     def address(self) -> str:
         return self.master if isinstance(self.master, str) else self.master.address
 
-    def _new_client(self, until_caught_up: bool) -> _wiring.StoppableSlave:
-        config = _wiring.slave_config(
-            master=self.address, server_id=self.server_id, relay_dir=self.relay_dir, rules=self.rules._ruleset,
-            settings=self.rules.settings_for(), channel=self.rules.channel, skip_policy=self.skip_policy,
-            user=self.user, password=self.password, hostname=self.name, until_caught_up=until_caught_up,
-            connect_timeout=self.connect_timeout, heartbeat_period=self.heartbeat_period,
-            report=lambda message: None)
-        return _wiring.StoppableSlave(config)
-
     # -- running ---------------------------------------------------------------------------
     def catch_up(self, timeout: float | None = None) -> Received:
         """Register, stream until everything up to the master's current binlog end is in the relay
@@ -116,7 +107,7 @@ class Slave:
         try:
             self._join(timeout)
         except BaseException:
-            self._halt()
+            self.stop()
             raise
         if self._error is not None:
             raise self._error
@@ -151,14 +142,10 @@ class Slave:
                 client.changed.wait(min(left, 0.5))
         return self.received
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop a background slave (its relay log stays committed up to its last whole batch)."""
-        self._halt(timeout)
-
     def close(self) -> None:
         """Stop, and remove the relay directory when it is the temporary default."""
         try:
-            self._halt()
+            self.stop()
         finally:
             if self._own_relay:
                 shutil.rmtree(self.relay_dir, ignore_errors=True)
@@ -179,7 +166,12 @@ class Slave:
         return self._error
 
     def _launch(self, until_caught_up: bool) -> None:
-        client = self._client = self._new_client(until_caught_up)
+        client = self._client = _wiring.StoppableSlave(_wiring.SlaveConfig(
+            master=self.address, server_id=self.server_id, relay_dir=self.relay_dir, rules=self.rules._ruleset,
+            settings=self.rules.settings_for(), channel=self.rules.channel, skip_policy=self.skip_policy,
+            user=self.user, password=self.password, hostname=self.name, until_caught_up=until_caught_up,
+            connect_timeout=self.connect_timeout, heartbeat_period=self.heartbeat_period,
+            report=lambda message: None))
 
         def failed(exc: BaseException) -> None:
             self._error = exc
@@ -199,7 +191,8 @@ class Slave:
             thread.join(0.2 if left is None else min(0.2, left))
         self._finish_run()
 
-    def _halt(self, timeout: float = 30.0) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop a background slave (its relay log stays committed up to its last whole batch)."""
         client, thread = self._client, self._thread
         if client is None or thread is None:
             return
@@ -221,7 +214,7 @@ class Slave:
     @property
     def position(self) -> Position:
         """The master position the relay log is committed up to, with the GTID state there."""
-        info = _wiring.load_relay_info(self.relay_dir)
+        info = _wiring.RelayInfo.load(self.relay_dir)
         if info is None:
             return Position("", 4)
         return Position(info.master_file, info.master_pos, info.gtid_state)

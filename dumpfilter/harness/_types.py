@@ -89,15 +89,12 @@ class LintResult:
         """Bounded, whatever the binlog: the count and the first stop (every break's fields made
         about 2 million characters for a 281 MB binlog)."""
         first = self.first
-        shown = "None" if first is None else repr(_clipped(str(first), REPR_TEXT))
+        text = str(first)
+        shown = "None" if first is None else repr(text if len(text) <= REPR_TEXT else text[: REPR_TEXT - 1] + "…")
         return f"LintResult(ok={self.ok}, breaks={len(self.breaks)}, first={shown})"
 
 
 REPR_TEXT = 200  # characters of a break's text in LintResult's repr
-
-
-def _clipped(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)

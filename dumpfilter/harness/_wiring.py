@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,12 +23,7 @@ from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2
 
 __all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
-           "load_relay_info", "master_stats", "slave_config", "start_endpoint", "start_master"]
-
-
-def start_master(binlog_dir: Path, listen: str, policy: Path | None, options: dict[str, Any]) -> tuple[MasterServer, int]:
-    """A started gRPC master (`create_server`) and its bound port."""
-    return create_server(binlog_dir, listen, policy=policy, **options)
+           "create_server", "master_stats", "start_endpoint"]
 
 
 def start_endpoint(master: MasterServer, listen: str) -> MysqlEndpoint:
@@ -53,11 +47,6 @@ def master_stats(address: str, server_id: int, user: str = "", password: str = "
         return streams.master_stats(address, server_id, user, password, timeout)
     except grpc.RpcError:
         return {}
-
-
-def load_relay_info(relay_dir: Path) -> RelayInfo | None:
-    """relay-log.info of a slave's relay directory, or None before its first commit."""
-    return RelayInfo.load(relay_dir)
 
 
 class _Stopped(Exception):
@@ -112,8 +101,3 @@ class StoppableSlave(_InternalSlave):
         finally:
             with self.changed:
                 self.changed.notify_all()
-
-
-def slave_config(**fields: Any) -> SlaveConfig:
-    """A SlaveConfig (the slave client's settings) from keyword fields."""
-    return SlaveConfig(**fields)

@@ -14,7 +14,7 @@ from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError
 from dumpfilter._core import StatementEnd
 from dumpfilter.codec.scanner import unit_events
-from dumpfilter.codec.scanner import statements as core_statements
+from dumpfilter._core import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from dumpfilter.codec import Event, EventType, GtidTracker, read_format_descript
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import CHECKSUM_CRC32
 from dumpfilter.codec.encode import artificial_rotate
-from dumpfilter.codec.scanner import heartbeat
+from dumpfilter._core import heartbeat
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import DumpFilterError, MalformedEventError, PositionError, StreamReplacedError
 from dumpfilter.binlogs import open_binlog, served_paths

@@ -27,7 +27,8 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import QUERY_EVENT_TYPES
 from dumpfilter.codec.event import decode_text
 from dumpfilter.codec.reader import truncated
-from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, split_route, unit_events
+from dumpfilter._core import split_route
+from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.walk_driver import Driver

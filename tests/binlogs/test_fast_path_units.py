@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.codec import EventType
-from dumpfilter.codec.scanner import renumber
+from dumpfilter._core import renumber
 from dumpfilter.workload import WorkloadSpec, generate
 from tests.support.filtering import assert_positions, run
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from dumpfilter import _core
 from dumpfilter.codec import BinlogReader, EventType
-from dumpfilter.codec.scanner import statement_key
+from dumpfilter._core import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.lab.sandbox import apply_binlog
 from dumpfilter.rules.statement_info import Kind

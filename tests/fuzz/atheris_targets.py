@@ -50,7 +50,7 @@ ENGINES = [RuleEngine(RuleSet(do_db=("db1",)), Settings(flavor="mariadb")),
 
 # -- binlog: whole files --------------------------------------------------------------------------
 def _decode(event) -> None:
-    for name in ("query", "db", "sql", "table_names", "table_id", "gtid", "gtid_set", "rotate", "xid"):
+    for name in ("query", "db", "sql", "table_names", "table_id", "gtid", "gtid_set", "rotate"):
         with contextlib.suppress(AttributeError):  # not this event type's field
             getattr(event, name)
 

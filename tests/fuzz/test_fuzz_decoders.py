@@ -87,10 +87,6 @@ def _decode_all(event: Event) -> None:
         event.gtid_set
     if t == EventType.ROTATE:
         event.rotate
-    if t == EventType.XID:
-        event.xid
-    if t == EventType.INCIDENT:
-        event.incident
     if t == EventType.TRANSACTION_PAYLOAD:
         event.transaction_payload
         for inner in event.payload_events():
@@ -130,7 +126,7 @@ def test_table_map_with_a_db_length_past_the_body_names_the_offset(corpus):
         Event(bytes(raw), table_map.pos, table_map.fmt).table_names
 
 
-@pytest.mark.parametrize("type_code, decoder", [(EventType.ROTATE, "rotate"), (EventType.XID, "xid"),
+@pytest.mark.parametrize("type_code, decoder", [(EventType.ROTATE, "rotate"),
                                                 (EventType.MARIADB_GTID, "gtid_info"),
                                                 (EventType.MARIADB_GTID_LIST, "gtid_set")])
 def test_short_control_events_name_the_offset(corpus, type_code, decoder):

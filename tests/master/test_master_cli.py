@@ -38,7 +38,7 @@ def _unit_ends(binlog_dir) -> set[tuple[str, int]]:
     per_file = defaultdict(list)
     for name, event in TailingReader(binlog_dir, follow=False):
         per_file[name].append(event)
-    return {(name, unit.end_pos) for name, events in per_file.items() for unit in group_transactions(events)}
+    return {(name, unit.events[-1].end_pos) for name, events in per_file.items() for unit in group_transactions(events)}
 
 
 @pytest.fixture

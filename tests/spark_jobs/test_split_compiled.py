@@ -102,7 +102,7 @@ def test_write_run_writes_what_write_transaction_writes(units_and_header, tmp_pa
 def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):
     """The GTID events a run's output needs for its next file's state, as the routing walk reports
     them, are those `gtid_marks` finds in the run's bytes (what write_run uses when a run rotates)."""
-    from dumpfilter.codec.scanner import gtid_marks, split_route
+    from dumpfilter._core import gtid_marks, split_route
 
     data = row_series[0].read_bytes()
     scanner = Scanner(str(row_series[0]))
