@@ -287,32 +287,28 @@ class RuleEngine(EffectiveSemantics, Decider):
             return decision
         session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
-        if self.settings.semantics == "effective":
-            # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-            parsed_db, parsed = session_db, parse_statement(sql, session_db, parses)
-            info = parsed
-            info = lower_tables(info) if self.names.lower_incoming else info
-            if info.kind is Kind.UPDATE_MULTI:
-                info = self._multi_update(info, notes, triggers=False)
+        effective = self.settings.semantics == "effective"
+        # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
+        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
+        parsed = parse_statement(sql, rewritten, parses)
+        info = lower_tables(parsed) if self.names.lower_incoming else parsed
+        if info.kind is Kind.UPDATE_MULTI:
+            # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
+            # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
+            # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc]. WL#2516's
+            # effective objects are the SET tables alone.
+            info = self._multi_update(info, notes, triggers=not effective and self.settings.flavor == "mariadb")
+        if effective:
             decision = self._effective_statement(info, session_db)
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
-            rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-            parsed_db, parsed = rewritten, parse_statement(sql, rewritten, parses)
-            info = parsed
-            info = lower_tables(info) if self.names.lower_incoming else info
-            if info.kind is Kind.UPDATE_MULTI:
-                # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
-                # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
-                # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc].
-                info = self._multi_update(info, notes, triggers=self.settings.flavor == "mariadb")
             counted = (filter_name("rewrite_db"),) if was_rewritten else ()
             decision = self._decide_by_database(info, current_db, rewritten, counted)
             notes = notes if self.table_rules_on else []
         if notes and decision.assumption is None:
             decision = dataclasses.replace(decision, assumption="; ".join(notes))
         # The model holds the master's names: reuse the parse only if it resolved against them.
-        model_parse = parsed if parsed_db == (current_db or "") else None
+        model_parse = parsed if rewritten == (current_db or "") else None
         if not notes and self._remembered(sql, info):
             # Remembered the second time it is met: a text met once costs a key (strings, which the
             # garbage collector stops tracking), not a kept decision that every collection walks.
