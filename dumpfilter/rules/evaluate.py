@@ -12,7 +12,7 @@ from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, Parses, StatementInfo
-from dumpfilter.rules.statement_facts import names_ref
+from dumpfilter.rules.statement_facts import ref_names
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
@@ -506,7 +506,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         joined, model = info.joined, self._model()
         for qualifier, column in info.set_columns:
             if qualifier is not None:
-                chosen.update(i for i, ref in enumerate(joined) if names_ref(ref, qualifier))
+                chosen.update(i for i, ref in enumerate(joined) if qualifier in ref_names(ref))
                 continue
             owners: list[int] = []
             unknown: list[int] = []

@@ -76,23 +76,16 @@ COMMA_WARNED = ("replicate-do-db", "replicate-ignore-db")
 _comma_warned: set[tuple[str, str]] = set()
 
 
-def comma_warning(option: str, value: str) -> str | None:
-    """The warning for a comma inside a one-database option's value, or None."""
-    if "," not in value:
-        return None
+def warn_comma(option: str, value: str) -> None:
+    """A comma inside a one-database option's value: a warning on stderr, once per option and value
+    in a process (mysqld accepts the value silently; the rules keep what it keeps)."""
+    if "," not in value or (option, value) in _comma_warned:
+        return
+    _comma_warned.add((option, value))
     names = [name.strip() for name in value.split(",") if name.strip()]
     repeated = " ".join(f"--{option}={name}" for name in names)
-    return (f"--{option}={value}: MySQL takes '{value}' as one database name (a comma does not separate "
-            f"names); for several databases repeat the option: {repeated}")
-
-
-def warn_comma(option: str, value: str) -> None:
-    """`comma_warning`'s line on stderr, once per option and value in a process (mysqld accepts the
-    value silently; the rules keep what it keeps)."""
-    text = comma_warning(option, value)
-    if text is not None and (option, value) not in _comma_warned:
-        _comma_warned.add((option, value))
-        print(f"dumpfilter: warning: {text}", file=sys.stderr, flush=True)
+    print(f"dumpfilter: warning: --{option}={value}: MySQL takes '{value}' as one database name (a comma does "
+          f"not separate names); for several databases repeat the option: {repeated}", file=sys.stderr, flush=True)
 
 
 def parse_rewrite_option(value: str) -> tuple[str, str]:

@@ -213,11 +213,6 @@ def ref_names(ref: Joined) -> tuple[tuple[str, ...], ...]:
     return (aliases[:1],) if aliases else ((table,), (db, table))
 
 
-def names_ref(ref: Joined, qualifier: tuple[str, ...] | None) -> bool:
-    """Whether `qualifier` names `ref` (`ref_names`)."""
-    return qualifier in ref_names(ref)
-
-
 _CUT = re.compile(r"\b(WHERE|ORDER\s+BY|LIMIT)\b", re.IGNORECASE)
 
 
