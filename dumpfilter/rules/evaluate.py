@@ -327,7 +327,10 @@ class RuleEngine(EffectiveSemantics, Decider):
         if decision.assumption is not None:
             self.assumed += 1
         if info.kind in SCHEMA_KINDS and self.timeline is None:
-            self._observe_ddl(sql, current_db, model_parse, info, decision)
+            # DDL replayed into the model after the decision (the decision sees the schema before it).
+            self._record_trigger(info, decision.apply, self._at)
+            if self.replay_ddl:
+                self.schema.observe(sql, current_db, model_parse)
         counters = self.counters
         for name in decision.counted:
             counters[name] += 1
@@ -471,13 +474,6 @@ class RuleEngine(EffectiveSemantics, Decider):
         return self.tables_ok([table])
 
     # ------------------------------------------------------------------ the schema model
-    def _observe_ddl(self, sql: str, current_db: str | None, parsed: StatementInfo | None, info: StatementInfo,
-                     decision: Decision) -> None:
-        """Replay DDL into the model after the decision (the decision sees the schema before it)."""
-        self._record_trigger(info, decision.apply, self._at)
-        if self.replay_ddl:
-            self.schema.observe(sql, current_db, parsed)
-
     def _record_trigger(self, info: StatementInfo, applied: bool, at: Any) -> None:
         """A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only; one it
         applies gives it the trigger (and its table); a DROP TRIGGER it applies removes it."""
