@@ -12,7 +12,7 @@ from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, Parses, StatementInfo
-from dumpfilter.rules.statement_facts import names_ref
+from dumpfilter.rules.statement_facts import ref_names
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
@@ -287,32 +287,28 @@ class RuleEngine(EffectiveSemantics, Decider):
             return decision
         session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
-        if self.settings.semantics == "effective":
-            # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-            parsed_db, parsed = session_db, parse_statement(sql, session_db, parses)
-            info = parsed
-            info = lower_tables(info) if self.names.lower_incoming else info
-            if info.kind is Kind.UPDATE_MULTI:
-                info = self._multi_update(info, notes, triggers=False)
+        effective = self.settings.semantics == "effective"
+        # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
+        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
+        parsed = parse_statement(sql, rewritten, parses)
+        info = lower_tables(parsed) if self.names.lower_incoming else parsed
+        if info.kind is Kind.UPDATE_MULTI:
+            # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
+            # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
+            # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc]. WL#2516's
+            # effective objects are the SET tables alone.
+            info = self._multi_update(info, notes, triggers=not effective and self.settings.flavor == "mariadb")
+        if effective:
             decision = self._effective_statement(info, session_db)
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
-            rewritten, was_rewritten = self.rewrite_db(session_db) if session_db else ("", False)
-            parsed_db, parsed = rewritten, parse_statement(sql, rewritten, parses)
-            info = parsed
-            info = lower_tables(info) if self.names.lower_incoming else info
-            if info.kind is Kind.UPDATE_MULTI:
-                # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
-                # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
-                # the table_map_for_update bitmap: SET tables only [src: sql_parse.cc].
-                info = self._multi_update(info, notes, triggers=self.settings.flavor == "mariadb")
             counted = (filter_name("rewrite_db"),) if was_rewritten else ()
             decision = self._decide_by_database(info, current_db, rewritten, counted)
             notes = notes if self.table_rules_on else []
         if notes and decision.assumption is None:
             decision = dataclasses.replace(decision, assumption="; ".join(notes))
         # The model holds the master's names: reuse the parse only if it resolved against them.
-        model_parse = parsed if parsed_db == (current_db or "") else None
+        model_parse = parsed if rewritten == (current_db or "") else None
         if not notes and self._remembered(sql, info):
             # Remembered the second time it is met: a text met once costs a key (strings, which the
             # garbage collector stops tracking), not a kept decision that every collection walks.
@@ -331,7 +327,10 @@ class RuleEngine(EffectiveSemantics, Decider):
         if decision.assumption is not None:
             self.assumed += 1
         if info.kind in SCHEMA_KINDS and self.timeline is None:
-            self._observe_ddl(sql, current_db, model_parse, info, decision)
+            # DDL replayed into the model after the decision (the decision sees the schema before it).
+            self._record_trigger(info, decision.apply, self._at)
+            if self.replay_ddl:
+                self.schema.observe(sql, current_db, model_parse)
         counters = self.counters
         for name in decision.counted:
             counters[name] += 1
@@ -475,13 +474,6 @@ class RuleEngine(EffectiveSemantics, Decider):
         return self.tables_ok([table])
 
     # ------------------------------------------------------------------ the schema model
-    def _observe_ddl(self, sql: str, current_db: str | None, parsed: StatementInfo | None, info: StatementInfo,
-                     decision: Decision) -> None:
-        """Replay DDL into the model after the decision (the decision sees the schema before it)."""
-        self._record_trigger(info, decision.apply, self._at)
-        if self.replay_ddl:
-            self.schema.observe(sql, current_db, parsed)
-
     def _record_trigger(self, info: StatementInfo, applied: bool, at: Any) -> None:
         """A CREATE TRIGGER this replica skips leaves a trigger that exists on the master only; one it
         applies gives it the trigger (and its table); a DROP TRIGGER it applies removes it."""
@@ -510,7 +502,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         joined, model = info.joined, self._model()
         for qualifier, column in info.set_columns:
             if qualifier is not None:
-                chosen.update(i for i, ref in enumerate(joined) if names_ref(ref, qualifier))
+                chosen.update(i for i, ref in enumerate(joined) if qualifier in ref_names(ref))
                 continue
             owners: list[int] = []
             unknown: list[int] = []

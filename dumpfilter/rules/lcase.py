@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dumpfilter.rules.decisions import lower_tables
 from dumpfilter.rules.schema import SchemaModel, Trigger
 from dumpfilter.rules.statement_info import StatementInfo, TableRef
 
@@ -16,13 +17,10 @@ def folded_ref(ref: TableRef) -> TableRef:
 
 
 def folded_info(info: StatementInfo) -> StatementInfo:
-    """A statement's tables and database statement's name, lower-cased (a trigger's database too)."""
-    name = info.db_statement_name
-    return replace(info, updated=tuple(map(folded_ref, info.updated)), read=tuple(map(folded_ref, info.read)),
-                   db_statement_name=name.lower() if name else name,
-                   renames=tuple((folded_ref(old), folded_ref(new)) for old, new in info.renames),
-                   trigger=(info.trigger[0].lower(), info.trigger[1]) if info.trigger else info.trigger,
-                   joined=tuple((folded_ref(table), aliases) for table, aliases in info.joined))
+    """A statement's tables and database statement's name, lower-cased (`lower_tables`), a
+    trigger's database too but not its name."""
+    trigger = info.trigger
+    return replace(lower_tables(info), trigger=(trigger[0].lower(), trigger[1]) if trigger else trigger)
 
 
 def folded_schema(model: SchemaModel) -> SchemaModel:

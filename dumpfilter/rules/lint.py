@@ -27,7 +27,7 @@ What the server does, and this module follows:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import STMT_END_F
@@ -103,7 +103,10 @@ class Linter(ReplicaServer):
             return
         failed = False
         maps: set[int] = set()  # the Table_maps of the statement being read
-        for event, outer in _flatten(txn.events):
+        # (event, the event carrying its position): Transaction_payload events are opened.
+        flat = ((event, outer) for outer in txn.events for event in (
+            outer.payload_events() if outer.type_code == EventType.TRANSACTION_PAYLOAD else (outer,)))
+        for event, outer in flat:
             if event.is_query:
                 if is_framing(event):
                     continue
@@ -386,16 +389,6 @@ _KEYED = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE})  # the
 _TABLE_DDL = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
                         Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW,
                         Kind.DROP_VIEW})
-
-
-def _flatten(events: Iterable[Event]) -> Iterator[tuple[Event, Event]]:
-    """(event, the event carrying its position): Transaction_payload events are opened."""
-    for event in events:
-        if event.type_code == EventType.TRANSACTION_PAYLOAD:
-            for inner in event.payload_events():
-                yield inner, event
-        else:
-            yield event, event
 
 
 def _rename_net(renames: Iterable[tuple[TableRef, TableRef]]) -> tuple[set[TableRef], set[TableRef]]:

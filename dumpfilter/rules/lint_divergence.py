@@ -292,11 +292,6 @@ def called(model: SchemaModel, sql: str, db: str) -> list[tuple[TableRef, str]]:
     return out
 
 
-def _bases(model: SchemaModel, refs: Iterable[TableRef]) -> list[TableRef]:
-    """The tables writes naming `refs` write: a view's base tables (SchemaModel.base_tables)."""
-    return list(dict.fromkeys(base for ref in refs for base in model.base_tables(ref)))
-
-
 @dataclass(frozen=True)
 class _Applied:
     """What a kept statement writes on the replica, in its names: the tables it names (a view's base
@@ -341,7 +336,9 @@ def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
     its triggers and functions wrote on the primary, would be judged table by table."""
     engine, model = linter.engine, linter.primary.model
     fires = events(info.kind, sql) if model.triggers or linter.replica.model.triggers else ()  # (a text read only then)
-    tables = _bases(model, (ref for ref in info.updated if not linter._is_temp(thread, ref)))
+    # The tables writes naming them write: a view's base tables (SchemaModel.base_tables).
+    tables = list(dict.fromkeys(base for ref in info.updated if not linter._is_temp(thread, ref)
+                                for base in model.base_tables(ref)))
     calls = called(model, sql, db)
     effects = [ref for ref in dict.fromkeys([*(t for t, _ in calls), *fired(model, [
         *((t, e) for t in tables for e in fires), *calls])]) if ref not in tables]

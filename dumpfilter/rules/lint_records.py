@@ -5,7 +5,7 @@ stands for every statement of a statement key while the state holds: `Linter.key
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from dumpfilter.errors import one_line
 from dumpfilter.rules.decisions import Decision
@@ -24,7 +24,7 @@ class Cause:
     reason: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"file": self.file, "pos": self.pos, "rule": self.rule, "reason": self.reason}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,7 @@ class Break:
     statement: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"file": self.file, "pos": self.pos, "gtid": self.gtid, "errno": self.errno,
-                "message": self.message, "cause": self.cause.to_json() if self.cause else None,
-                "event_pos": self.event_pos, "statement": self.statement}
+        return asdict(self)  # (its cause's fields too, in a dict of their own)
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.pos}" + (f" (GTID {self.gtid})" if self.gtid else "")

@@ -162,14 +162,8 @@ def _parse_value(value: str) -> str:
         closing = value.find(value[0], 1)
         if closing > 0:
             return _decode_escapes(value[1:closing])
-    comment = _inline_comment_start(value)
-    return _decode_escapes(value[:comment].rstrip())
-
-
-def _inline_comment_start(value: str) -> int:
-    """A `#` after whitespace starts a comment (`db1  # the main db`)."""
-    comment = re.search(r"(?<!\S)#", value)
-    return len(value) if comment is None else comment.start()
+    comment = re.search(r"(?<!\S)#", value)  # a `#` after whitespace starts a comment (`db1  # the main db`)
+    return _decode_escapes(value[:len(value) if comment is None else comment.start()].rstrip())
 
 
 def _decode_escapes(value: str) -> str:

@@ -76,23 +76,16 @@ COMMA_WARNED = ("replicate-do-db", "replicate-ignore-db")
 _comma_warned: set[tuple[str, str]] = set()
 
 
-def comma_warning(option: str, value: str) -> str | None:
-    """The warning for a comma inside a one-database option's value, or None."""
-    if "," not in value:
-        return None
+def warn_comma(option: str, value: str) -> None:
+    """A comma inside a one-database option's value: a warning on stderr, once per option and value
+    in a process (mysqld accepts the value silently; the rules keep what it keeps)."""
+    if "," not in value or (option, value) in _comma_warned:
+        return
+    _comma_warned.add((option, value))
     names = [name.strip() for name in value.split(",") if name.strip()]
     repeated = " ".join(f"--{option}={name}" for name in names)
-    return (f"--{option}={value}: MySQL takes '{value}' as one database name (a comma does not separate "
-            f"names); for several databases repeat the option: {repeated}")
-
-
-def warn_comma(option: str, value: str) -> None:
-    """`comma_warning`'s line on stderr, once per option and value in a process (mysqld accepts the
-    value silently; the rules keep what it keeps)."""
-    text = comma_warning(option, value)
-    if text is not None and (option, value) not in _comma_warned:
-        _comma_warned.add((option, value))
-        print(f"dumpfilter: warning: {text}", file=sys.stderr, flush=True)
+    print(f"dumpfilter: warning: --{option}={value}: MySQL takes '{value}' as one database name (a comma does "
+          f"not separate names); for several databases repeat the option: {repeated}", file=sys.stderr, flush=True)
 
 
 def parse_rewrite_option(value: str) -> tuple[str, str]:
@@ -212,15 +205,11 @@ def apply_changes(rules: RuleSet, statements: Iterable[str | FilterChange], chan
     for statement in statements:
         change = parse_filter_statement(statement) if isinstance(statement, str) else statement
         if change.channel is not None and change.channel != channel:
-            raise RuleError(f"{_statement_head(statement)}: names connection '{change.channel}', but the rules "
+            head = one_line(statement if isinstance(statement, str) else "CHANGE statement", 60)
+            raise RuleError(f"{head}: names connection '{change.channel}', but the rules "
                             f"evaluated are those of channel '{channel}'; {hint(change.channel)}")
         rules = change.apply(rules)
     return rules
-
-
-def _statement_head(statement: str | FilterChange) -> str:
-    text = statement if isinstance(statement, str) else "CHANGE statement"
-    return one_line(text, 60)
 
 
 def parse_change_replication_filter(text: str) -> FilterChange:
@@ -293,10 +282,18 @@ def parse_change_master(text: str) -> FilterChange:
     channel = match.group(2) if match.group(1) else None
     changes: dict[str, list[RuleValue]] = {}
     for key, raw in _assignments(text, match.end(), "CHANGE MASTER"):
-        rule_type = _change_master_type(key)
+        name = key.strip().upper().replace("-", "_")
+        rule_type = CHANGE_MASTER_TYPES.get(name) or CRF_TYPES.get(name)
+        value: RuleValue = raw
+        if rule_type in ("effective_rewrite", "rewrite_db"):
+            if "->" not in raw:
+                raise RuleError(f"{option_name(rule_type)}: {raw!r} has no '->' (expected from->to)")
+            old, new = (part.strip() for part in raw.split("->", 1))
+            value = old, new
         if rule_type is not None:
-            changes.setdefault(rule_type, []).append(_change_master_value(rule_type, raw))
-        elif _option_key(key) not in CHANGE_MASTER_OPTIONS:
+            changes.setdefault(rule_type, []).append(value)
+        elif ("MASTER_" + name.removeprefix("SOURCE_") if name.startswith("SOURCE_") else name) \
+                not in CHANGE_MASTER_OPTIONS:
             raise RuleError(f"CHANGE MASTER: unknown option {key.strip()[:64]!r} (expected DO, IGNORE, REWRITE, "
                             "REPLICATE_* or a CHANGE MASTER connection option such as MASTER_HOST)")
     for rule_type, values in changes.items():
@@ -325,27 +322,6 @@ def parse_change_binlog(text: str) -> FilterChange:
     if not changes:
         raise RuleError("CHANGE BINLOG: no DO= or IGNORE= given")
     return FilterChange(tuple((t, tuple(v)) for t, v in changes.items()), None, match.group(2) or "")
-
-
-def _change_master_type(key: str) -> str | None:
-    key = key.strip().upper().replace("-", "_")
-    if key in CHANGE_MASTER_TYPES:
-        return CHANGE_MASTER_TYPES[key]
-    return CRF_TYPES.get(key)
-
-
-def _option_key(key: str) -> str:
-    key = key.strip().upper().replace("-", "_")
-    return "MASTER_" + key.removeprefix("SOURCE_") if key.startswith("SOURCE_") else key
-
-
-def _change_master_value(rule_type: str, value: str) -> RuleValue:
-    if rule_type in ("effective_rewrite", "rewrite_db"):
-        if "->" not in value:
-            raise RuleError(f"{option_name(rule_type)}: {value!r} has no '->' (expected from->to)")
-        old, new = (part.strip() for part in value.split("->", 1))
-        return old, new
-    return value
 
 
 def _unquote(value: str) -> str:

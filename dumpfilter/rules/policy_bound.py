@@ -153,11 +153,6 @@ def annotation_reach(sql: str, maps: Iterable[TableRef]) -> Reach | None:
     return Reach(frozenset((resolve(db), table) for db, table in reach.tables), frozenset(schemas))
 
 
-@functools.lru_cache(maxsize=4096)
-def _reach_cached(sql: str, default: str) -> Reach | None:
-    return _reach(sql, default)
-
-
 def _reach(sql: str, default: str) -> Reach | None:
     """One reader per form: single-table DML whose text the core shows reaches its table alone
     (`_core.reaches_key_alone`, the check the master's walk makes of every statement text; most
@@ -172,6 +167,9 @@ def _reach(sql: str, default: str) -> Reach | None:
     info = statement_tables(sql, default)
     core = _core_body(raw, info)
     return core if core is not None else _full(sql, default, info)
+
+
+_reach_cached = functools.lru_cache(maxsize=4096)(_reach)
 
 
 def _text_of(name: bytes) -> str:

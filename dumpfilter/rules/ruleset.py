@@ -180,19 +180,14 @@ def _require_dot(name: str, value: str, form: str) -> None:
 
 def render_values(rule_type: str, values: RuleValues) -> str:
     if rule_type in TABLE_TYPES:
-        return ", ".join(_render_table(value) for value in values)
+        # The key is db + "." + table; splitting at the first dot rebuilds the same key
+        # (add_table_rule_to_hash in rpl_filter.cc also splits at the first dot).
+        return ", ".join(".".join(map(quote_identifier, value.split(".", 1))) for value in values)
     if rule_type in WILD_TYPES:
         return ", ".join(quote_string(value) for value in values)
     if rule_type == "rewrite_db":
         return ", ".join(f"({quote_identifier(old)}, {quote_identifier(new)})" for old, new in values)
     return ", ".join(quote_identifier(value) for value in values)
-
-
-def _render_table(key: str) -> str:
-    # The key is db + "." + table; splitting at the first dot rebuilds the same key
-    # (add_table_rule_to_hash in rpl_filter.cc also splits at the first dot).
-    db, table = key.split(".", 1)
-    return f"{quote_identifier(db)}.{quote_identifier(table)}"
 
 
 def quote_identifier(name: str) -> str:

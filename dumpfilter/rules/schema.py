@@ -248,7 +248,10 @@ class SchemaModel:
                     self.view_reads.pop(key, None)
                     self._columns.pop(key, None)
         elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
-            self._create_trigger(info)
+            if info.trigger_def is not None:  # (not a definition the model keeps: no trigger)
+                db, name = info.trigger
+                self.triggers[(db, name)] = Trigger(db, name, info.updated[0], *info.trigger_def, info.writes)
+                self._trigger_on(info.updated[0])
         elif info.kind is Kind.DROP_TRIGGER and info.trigger:
             self.triggers.pop(info.trigger, None)
 
@@ -293,13 +296,6 @@ class SchemaModel:
                 if trig.table == old:
                     self.triggers[key] = Trigger(trig.db, trig.name, new, trig.timing, trig.event, trig.writes)
                     self._trigger_on(new)
-
-    def _create_trigger(self, info: StatementInfo) -> None:
-        assert info.trigger is not None  # statement_tables names a CREATE TRIGGER's trigger
-        if info.trigger_def is not None:  # (not a definition the model keeps: no trigger)
-            db, name = info.trigger
-            self.triggers[(db, name)] = Trigger(db, name, info.updated[0], *info.trigger_def, info.writes)
-            self._trigger_on(info.updated[0])
 
     def _function(self, sql: str, info: StatementInfo) -> None:
         """CREATE [OR REPLACE] / DROP FUNCTION: what its body writes."""
@@ -376,14 +372,6 @@ def load_schema(source: str, option: str = "--schema") -> SchemaModel:
     return SchemaModel.from_server(source, option) if source.startswith("mysql://") else SchemaModel.load(source, option)
 
 
-def _unreadable(sql: str, info: StatementInfo) -> bool:
-    """A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the reader cannot read (`info`), or whose
-    quotes or parentheses do not close (`CREATE TABLE a.t (x int`: the core's lexer answers)."""
-    if not _SCHEMA_DDL.match(sql):
-        return False
-    return not (info.parse_ok and _core.parens_close(sql.encode("utf-8", "surrogateescape")))
-
-
 def _refused(statement: str, sql: str, info: StatementInfo, created: bool) -> str | None:
     """Why a user's schema file may not hold `statement`: not a statement of a schema dump (one led by
     a version comment may hold anything: Percona's dumps `/*!50717 SELECT ...*/`; rows only once a
@@ -392,7 +380,11 @@ def _refused(statement: str, sql: str, info: StatementInfo, created: bool) -> st
     if not (statement.startswith(("/*!", "/*M!")) or verb in _DUMP_VERBS or (created and verb in _ROW_VERBS)
             or _SETVAL.match(statement)):
         return f"{statement[:60]!r} is not a statement of a schema dump (mysqldump --no-data)"
-    return f"cannot parse {statement[:60]!r}" if _unreadable(sql, info) else None
+    # A CREATE/ALTER/DROP/RENAME TABLE or DATABASE statement the reader cannot read (`info`), or whose
+    # quotes or parentheses do not close (`CREATE TABLE a.t (x int`: the core's lexer answers).
+    raw = sql.encode("utf-8", "surrogateescape")
+    unreadable = _SCHEMA_DDL.match(sql) and not (info.parse_ok and _core.parens_close(raw))
+    return f"cannot parse {statement[:60]!r}" if unreadable else None
 
 
 def is_schema_statement(sql: str) -> bool:

@@ -213,11 +213,6 @@ def ref_names(ref: Joined) -> tuple[tuple[str, ...], ...]:
     return (aliases[:1],) if aliases else ((table,), (db, table))
 
 
-def names_ref(ref: Joined, qualifier: tuple[str, ...] | None) -> bool:
-    """Whether `qualifier` names `ref` (`ref_names`)."""
-    return qualifier in ref_names(ref)
-
-
 _CUT = re.compile(r"\b(WHERE|ORDER\s+BY|LIMIT)\b", re.IGNORECASE)
 
 
@@ -272,17 +267,3 @@ def _read_tables(text: str, default: str, exclude: Sequence[TableRef] = ()) -> t
         found.append(ref)
     return tuple(found)
 
-
-def parser_reads(sql: str, default: str) -> bool:
-    """Whether sqlglot reads part of `sql` (neither the statement key nor the core's facts read it
-    all), or the schema model may parse its text: a CREATE TABLE whose column list the core did not
-    read (LIKE copies its source's). Issue #43's share, in `bench filter` and the tests."""
-    raw = sql.encode("utf-8", "surrogateescape")
-    if _core.statement_key(raw) is not None:
-        return False
-    facts = _core.statement_facts(raw)
-    if facts is None or facts.read_text is not None or facts.refs_text is not None:
-        return True
-    info = core_info(sql, default)
-    return info is None or (info.kind is Kind.CREATE_TABLE and info.columns is None and not info.temporary
-                            and " LIKE " not in f" {sql.upper()} ".replace("(", " "))

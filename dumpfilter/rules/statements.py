@@ -47,12 +47,10 @@ def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
 _CACHED_SQL_LEN = 4096  # bounds the cache's memory: longer statements are parsed every time
 
 
-@functools.lru_cache(maxsize=2048)
-def _statement_tables_cached(sql: str, default_db: str) -> StatementInfo:
-    return _statement_tables(sql, default_db)
-
-
 def _statement_tables(sql: str, default_db: str | None) -> StatementInfo:
     """The core's reading (`core_info`); a text it does not read is not parsed."""
     info = core_info(sql, default_db or "")
     return info if info is not None else StatementInfo(Kind.OTHER, parse_ok=False)
+
+
+_statement_tables_cached = functools.lru_cache(maxsize=2048)(_statement_tables)

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from dumpfilter.rules.schema import create_columns as _create_columns
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.statement_facts import core_info, parser_reads
+from bench.bench_filter import parser_reads
+from dumpfilter.rules.statement_facts import core_info
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import statement_tables
 from tests.core.test_statement_keys import _queries, _vectors
