@@ -333,10 +333,7 @@ def _metrics_options(args: argparse.Namespace) -> tuple[tuple[str, tuple[str, in
     from dumpfilter.master.serve.metrics_http import read_token
 
     if args.metrics_listen is not None:
-        try:
-            at = ("--metrics-listen " + args.metrics_listen, parse_listen(args.metrics_listen))
-        except DumpFilterError as exc:
-            raise DumpFilterError(str(exc).replace("--listen", "--metrics-listen", 1)) from None
+        at = ("--metrics-listen " + args.metrics_listen, parse_listen(args.metrics_listen, "--metrics-listen"))
     elif args.metrics_port is not None:
         at = (f"--metrics-port {args.metrics_port}", ("127.0.0.1", args.metrics_port))
     else:
@@ -430,10 +427,7 @@ def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
     from dumpfilter.master.endpoint import ReplicaMap
     from dumpfilter.master.endpoint.auth import RsaKeys
 
-    try:
-        parse_listen(args.mysql_listen)
-    except DumpFilterError as exc:
-        raise DumpFilterError(str(exc).replace("--listen", "--mysql-listen", 1)) from None
+    parse_listen(args.mysql_listen, "--mysql-listen")
     check_side_files(args, "--replicas", "--mysql-rsa-key")
     return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key)
 

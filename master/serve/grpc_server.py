@@ -501,20 +501,20 @@ class MasterServer:
         self.service.segments.close()
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """HOST:PORT (IPv6 as [::1]:PORT) with a port in 0..65535 (0: any free port)."""
+def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [::1]:PORT) with a port in 0..65535 (0: any free port); an error names `option`."""
     host, sep, port_text = listen.rpartition(":")
     if not sep or not host or not port_text.isdigit():
-        raise InvalidArgumentError(f"--listen {listen!r}: expected HOST:PORT")
+        raise InvalidArgumentError(f"{option} {listen!r}: expected HOST:PORT")
     port = int(port_text)
     if not 0 <= port <= 65535:
-        raise InvalidArgumentError(f"--listen {listen!r}: port {port} is out of range (0..65535)")
+        raise InvalidArgumentError(f"{option} {listen!r}: port {port} is out of range (0..65535)")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
         ipaddress.ip_address(bare)
     except ValueError:
         if not all(part.isalnum() or part.replace("-", "").isalnum() for part in bare.split(".")):
-            raise InvalidArgumentError(f"--listen {listen!r}: {host!r} is not a host name or address") from None
+            raise InvalidArgumentError(f"{option} {listen!r}: {host!r} is not a host name or address") from None
     return host, port
 
 
