@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
     from dumpfilter.v1 import dump_pb2
 
-# Credentials ride as call metadata on the RPCs that carry no Credentials message (the master's
-# policy file decides what an identity may do; Register still sends them in its request).
-USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
-
-
 # A row of the operator calls' answers, as JSON and the tables print it.
 Row = dict[str, Any]
 
@@ -77,10 +72,11 @@ class MasterClient:
         import grpc
 
         from dumpfilter.slave.master_link import master_error
+        from dumpfilter.wire import credentials
 
-        metadata = [(USER_KEY, self.user), (PASSWORD_KEY, self.password)] if self.user else None
         try:
-            return getattr(self.stub, method)(request, timeout=timeout or self.timeout, metadata=metadata)
+            return getattr(self.stub, method)(request, timeout=timeout or self.timeout,
+                                              metadata=credentials(self.user, self.password))
         except grpc.RpcError as exc:
             raise master_error(exc) from None
 

@@ -26,8 +26,8 @@ from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumen
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.sent import SentCounts
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import (certificate_date_problems, read_pem, rules_from_proto, rules_to_proto, schema_from_proto,
-                             skip_policy_from_proto)
+from dumpfilter.wire import (PASSWORD_KEY, USER_KEY, certificate_date_problems, read_pem, rules_from_proto,
+                             rules_to_proto, schema_from_proto, skip_policy_from_proto)
 from dumpfilter.master.login_guard import HOLD_SLOTS, RESERVED_SLOTS, ChecksBusy, LoginThrottled
 from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
@@ -39,9 +39,6 @@ from dumpfilter.master.shadow import rpc as shadow_rpc
 from dumpfilter.master.shares import CALLS, InFlight
 
 log = logging.getLogger("dumpfilter.master")
-# Credentials of every RPC travel as call metadata (RegisterRequest.credentials is also read by
-# Register, for older slaves). Under mTLS the client certificate's CN is the identity.
-USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 STALL_TIMEOUT = 60.0
 # Concurrent Register, ChangeFilter and Unregister calls of every identity together, each identity
 # its share (master.shares): the calls that may hold a thread (a Register compiles up to 4 MiB of
