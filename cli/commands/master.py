@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from dumpfilter.master.service import DumpService
     from dumpfilter.master.upstream.retention import SeriesRetention
     from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
-    from dumpfilter.rules.schema import SchemaModel
 
     # --mysql-listen's settings, checked before anything starts: the replica map, TLS, the RSA keys.
     MysqlOptions = tuple[ReplicaMap, EndpointTls, RsaKeys]
@@ -230,15 +229,10 @@ def register(subparsers: Subparsers) -> None:
     register_shadow(sub)
 
 
-def _schema(args: argparse.Namespace) -> SchemaModel | None:
-    from dumpfilter.rules.options import schema_from_args
-
-    return schema_from_args(args) if args.schema else None
-
-
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.serve.grpc_server import create_server
     from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds, trim_freed
+    from dumpfilter.rules.options import schema_from_args
 
     # Regular files of a sane size in UTF-8 (never a FIFO or /dev/zero), each read where it is needed
     # (--metrics-token-file, --source-password-file, --replicas and --mysql-rsa-key after their "needs").
@@ -258,7 +252,8 @@ def serve_command(args: argparse.Namespace) -> int:
                                      max_streams_per_identity=args.max_streams_per_identity,
                                      max_calls=args.max_calls,
                                      stall_timeout=args.stall_timeout or None,
-                                     verify_checksums=args.verify_checksums, schema=_schema(args),
+                                     verify_checksums=args.verify_checksums,
+                                     schema=schema_from_args(args) if args.schema else None,
                                      lint_bytes=int(max(0.0, args.lint_max_mb) * (1 << 20)))
     except BaseException:
         if replicator is not None:
