@@ -47,7 +47,7 @@ def flood(address: str, stop_file: str) -> None:
     one for every attempt); prints how many were sent and how each was answered."""
     import grpc
 
-    from dumpfilter.master.serve.grpc_server import PASSWORD_KEY, USER_KEY
+    from dumpfilter.wire import PASSWORD_KEY, USER_KEY
     from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
     answers: dict[str, int] = {}

@@ -51,12 +51,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def _command_named(argv: list[str]) -> str | None:
-    """The sub-command `argv` names: its first word that is not an option (the top level takes no
-    option with a value), None without one (`--version`, `--help`)."""
-    return next((arg for arg in argv if not arg.startswith("-")), None)
-
-
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser. Given the arguments, only the named command's module is imported and registers
     its parser; every other command is a placeholder with its name and help (for `dumpfilter
@@ -69,7 +63,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dumpfilter {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    wanted = None if argv is None else _command_named(argv)
+    # The sub-command `argv` names: its first word that is not an option (the top level takes no
+    # option with a value), None without one (`--version`, `--help`).
+    wanted = None if argv is None else next((arg for arg in argv if not arg.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():
         if argv is not None and name != wanted:
             subparsers.add_parser(name, help=help_text, add_help=False)

@@ -19,11 +19,6 @@ if TYPE_CHECKING:
 
     from dumpfilter.v1 import dump_pb2
 
-# Credentials ride as call metadata on the RPCs that carry no Credentials message (the master's
-# policy file decides what an identity may do; Register still sends them in its request).
-USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
-
-
 # A row of the operator calls' answers, as JSON and the tables print it.
 Row = dict[str, Any]
 
@@ -65,33 +60,32 @@ class MasterClient:
 
         self.channel = client_channel(self.master, [("grpc.max_receive_message_length", 64 << 20)], self.ssl_ca,
                                       self.ssl_cert, self.ssl_key)
-        # (generated without annotations: its calls are looked up by name in `_call`)
+        # (generated without annotations: its calls are looked up by name in `call`)
         self.stub = dump_pb2_grpc.DumpFilterStub(self.channel)  # type: ignore[no-untyped-call]
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.channel.close()
 
-    def _call(self, method: str, request: Message, timeout: float | None = None) -> Any:
+    def call(self, method: str, request: Message, timeout: float | None = None) -> Any:
         """The reply of the RPC `method` (the message dump.proto declares for it)."""
         import grpc
 
         from dumpfilter.slave.master_link import master_error
+        from dumpfilter.wire import credentials
 
-        metadata = [(USER_KEY, self.user), (PASSWORD_KEY, self.password)] if self.user else None
         try:
-            return getattr(self.stub, method)(request, timeout=timeout or self.timeout, metadata=metadata)
+            return getattr(self.stub, method)(request, timeout=timeout or self.timeout,
+                                              metadata=credentials(self.user, self.password))
         except grpc.RpcError as exc:
             raise master_error(exc) from None
-
-    call = _call  # the commands of cli.commands.shadow make their requests themselves
 
     # -- the three operator calls ----------------------------------------------------------
     def list_filters(self, server_id: int = 0) -> dict[str, list[Row]]:
         """performance_schema.replication_applier_filters and _global_filters, one row per slave and channel."""
         from dumpfilter.v1 import dump_pb2
 
-        reply = self._call("ListFilters", dump_pb2.ListFiltersRequest(server_id=server_id))
+        reply = self.call("ListFilters", dump_pb2.ListFiltersRequest(server_id=server_id))
         return {"replication_applier_filters": [_filter_row(r, counter=True) for r in reply.filters],
                 "replication_applier_global_filters": [_filter_row(r, counter=False) for r in reply.global_filters]}
 
@@ -101,7 +95,7 @@ class MasterClient:
         shadow candidates (ShadowCandidate messages; an admin's call)."""
         from dumpfilter.v1 import dump_pb2
 
-        reply = self._call("Stats", dump_pb2.StatsRequest(server_id=server_id))
+        reply = self.call("Stats", dump_pb2.StatsRequest(server_id=server_id))
         rows = [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
         if not reply.HasField("source"):
             return rows, None, list(reply.shadows)
@@ -110,7 +104,7 @@ class MasterClient:
     def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> Row:
         from dumpfilter.v1 import dump_pb2
 
-        reply = self._call("ChangeFilter", dump_pb2.ChangeFilterRequest(server_id=server_id,
+        reply = self.call("ChangeFilter", dump_pb2.ChangeFilterRequest(server_id=server_id,
                                                                          change_replication_filter=statement),
                            timeout=timeout)
         return {"server_id": server_id,

@@ -17,6 +17,9 @@ from dumpfilter import skip_policy
 MAX_SCHEMA_TABLES = 100_000  # a ReplicaSchema's bound (its tables, and its databases)
 MAX_COLUMNS = 4096           # columns of a table (InnoDB's limit is lower, MySQL's hard one this)
 NAME_MAX = 64                # an identifier's characters (MySQL and MariaDB)
+# Call metadata carrying the policy identity on every RPC (RegisterRequest.credentials is also read
+# by Register, for older slaves). Under mTLS the client certificate's CN is the identity.
+USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 
 if TYPE_CHECKING:  # loaded when a schema travels, not with the slave client
     import grpc
@@ -115,6 +118,11 @@ def read_pem(path: str | Path, option: str, error: type[InvalidArgumentError] = 
         return Path(path).read_bytes()
     except OSError as exc:
         raise error(f"{option} {path}: {exc.strerror or exc}") from None
+
+
+def credentials(user: str, password: str) -> list[tuple[str, str]]:
+    """The call metadata naming `user` and its password (none without a user)."""
+    return [(USER_KEY, user), (PASSWORD_KEY, password)] if user else []
 
 
 def client_channel(target: str, options: list[tuple[str, Any]], ssl_ca: str | Path | None = None,

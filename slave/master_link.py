@@ -31,8 +31,6 @@ FINAL_CODES = frozenset({
     grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.ABORTED,
     grpc.StatusCode.ALREADY_EXISTS})
 MAX_BACKOFF = 30.0
-# Call metadata carrying the policy identity on every RPC (master.serve.grpc_server reads it).
-USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 
 
 class LinkTimeoutError(grpc.RpcError):

@@ -26,7 +26,7 @@ from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, UnitRecord, UnitScan
 from dumpfilter.codec.transactions import CONTROL, CONTROL_TYPES, Transaction
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import client_channel, rules_to_proto, schema_to_proto, skip_policy_to_proto
+from dumpfilter.wire import client_channel, credentials, rules_to_proto, schema_to_proto, skip_policy_to_proto
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
 from dumpfilter.skip_policy import is_placeholder
 from dumpfilter.slave.filter_view import filters_in_force
@@ -45,7 +45,7 @@ from dumpfilter.slave.status import (
 
 from dumpfilter.slave.config import Counters, SlaveConfig
 from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
-from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, PASSWORD_KEY, USER_KEY, LinkTimeoutError,
+from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, LinkTimeoutError,
                                           MasterError, NetWatch, master_error, say)
 from dumpfilter.rules.renamer import AppliedNames, applied_names, event_renamer
 from dumpfilter.rules.walk_driver import Driver
@@ -161,8 +161,7 @@ class Slave:
         return client_channel(cfg.master, options, cfg.tls_ca, cfg.tls_cert, cfg.tls_key, error=RuleError)
 
     def _metadata(self) -> list[tuple[str, str]]:
-        cfg = self.config
-        return [(USER_KEY, cfg.user), (PASSWORD_KEY, cfg.password)] if cfg.user else []
+        return credentials(self.config.user, self.config.password)
 
     def register(self, stub: dump_pb2_grpc.DumpFilterStub) -> dump_pb2.RegisterReply:
         cfg = self.config

@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from dumpfilter.master.service import DumpService
     from dumpfilter.master.upstream.retention import SeriesRetention
     from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
-    from dumpfilter.rules.schema import SchemaModel
 
     # --mysql-listen's settings, checked before anything starts: the replica map, TLS, the RSA keys.
     MysqlOptions = tuple[ReplicaMap, EndpointTls, RsaKeys]
@@ -230,15 +229,10 @@ def register(subparsers: Subparsers) -> None:
     register_shadow(sub)
 
 
-def _schema(args: argparse.Namespace) -> SchemaModel | None:
-    from dumpfilter.rules.options import schema_from_args
-
-    return schema_from_args(args) if args.schema else None
-
-
 def serve_command(args: argparse.Namespace) -> int:
     from dumpfilter.master.serve.grpc_server import create_server
     from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds, trim_freed
+    from dumpfilter.rules.options import schema_from_args
 
     # Regular files of a sane size in UTF-8 (never a FIFO or /dev/zero), each read where it is needed
     # (--metrics-token-file, --source-password-file, --replicas and --mysql-rsa-key after their "needs").
@@ -258,7 +252,8 @@ def serve_command(args: argparse.Namespace) -> int:
                                      max_streams_per_identity=args.max_streams_per_identity,
                                      max_calls=args.max_calls,
                                      stall_timeout=args.stall_timeout or None,
-                                     verify_checksums=args.verify_checksums, schema=_schema(args),
+                                     verify_checksums=args.verify_checksums,
+                                     schema=schema_from_args(args) if args.schema else None,
                                      lint_bytes=int(max(0.0, args.lint_max_mb) * (1 << 20)))
     except BaseException:
         if replicator is not None:
@@ -333,10 +328,7 @@ def _metrics_options(args: argparse.Namespace) -> tuple[tuple[str, tuple[str, in
     from dumpfilter.master.serve.metrics_http import read_token
 
     if args.metrics_listen is not None:
-        try:
-            at = ("--metrics-listen " + args.metrics_listen, parse_listen(args.metrics_listen))
-        except DumpFilterError as exc:
-            raise DumpFilterError(str(exc).replace("--listen", "--metrics-listen", 1)) from None
+        at = ("--metrics-listen " + args.metrics_listen, parse_listen(args.metrics_listen, "--metrics-listen"))
     elif args.metrics_port is not None:
         at = (f"--metrics-port {args.metrics_port}", ("127.0.0.1", args.metrics_port))
     else:
@@ -430,10 +422,7 @@ def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
     from dumpfilter.master.endpoint import ReplicaMap
     from dumpfilter.master.endpoint.auth import RsaKeys
 
-    try:
-        parse_listen(args.mysql_listen)
-    except DumpFilterError as exc:
-        raise DumpFilterError(str(exc).replace("--listen", "--mysql-listen", 1)) from None
+    parse_listen(args.mysql_listen, "--mysql-listen")
     check_side_files(args, "--replicas", "--mysql-rsa-key")
     return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key)
 

@@ -89,11 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from dumpfilter.master.serve.grpc_server import parse_listen
 
     for option in ("--listen", "--mysql-listen"):  # one line before any server starts
-        value = getattr(args, option[2:].replace("-", "_"))
-        try:
-            parse_listen(value)
-        except DumpFilterError as exc:
-            raise DumpFilterError(str(exc).replace("--listen", option, 1)) from None
+        parse_listen(getattr(args, option[2:].replace("-", "_")), option)
 
     if args.builtin:
         # (the package's own data directory: resources on the file system)

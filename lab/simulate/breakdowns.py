@@ -41,7 +41,8 @@ def write_csvs(report: dict[str, Any], out: Path) -> list[Path]:
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """A cell's text as HTML (None: empty); report.html's cells too."""
+    return html.escape("" if value is None else str(value))
 
 
 def html_sections(report: dict[str, Any]) -> str:

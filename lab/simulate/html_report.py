@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import html
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from dumpfilter.lab.simulate.breakdowns import html_sections
+from dumpfilter.lab.simulate.breakdowns import _e, html_sections
 from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_diverges, lint_explanation, lint_fine, mb,
                                             row_cells, summary_line, throughput_line)
 
@@ -29,10 +28,6 @@ code { font-size: 12px; background: #f3f5f7; padding: 1px 3px; border-radius: 3p
 .ok { color: #1a7f37; font-weight: 600; } .bad { color: #cf222e; font-weight: 600; }
 tr.breaks td { background: #fff1f0; } tr.breaks td:first-child { border-left: 4px solid #cf222e; font-weight: 600; }
 """
-
-
-def _e(value: object) -> str:
-    return html.escape("" if value is None else str(value))
 
 
 def _table(headers: list[str], rows: list[list[Any]], numeric: Collection[int] = frozenset(), cls: str = "",

@@ -22,6 +22,7 @@ import grpc
 from dumpfilter.codec import Event, EventType
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec
+from dumpfilter.wire import credentials
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.slave.node import Slave
@@ -138,11 +139,10 @@ def master_stats(address: str, server_id: int, user: str = "", password: str = "
     """The master's counts for one slave over the Stats RPC ({} when it does not know it); a call
     that fails raises grpc.RpcError."""
     # Under a master policy, Stats shows a caller only the slaves its identity registered.
-    metadata = [("dumpfilter-user", user), ("dumpfilter-password", password)] if user else None
     with grpc.insecure_channel(address) as channel:
         stub = dump_pb2_grpc.DumpFilterStub(channel)  # type: ignore[no-untyped-call]  # generated, unannotated
         reply: dump_pb2.StatsReply = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=timeout,
-                                                metadata=metadata)
+                                                metadata=credentials(user, password))
     mine = [s for s in reply.slaves if s.server_id == server_id]
     if not mine:
         return {}

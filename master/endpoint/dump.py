@@ -8,7 +8,6 @@ sends them (sql_repl.cc / rpl_binlog_sender.cc)."""
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -85,34 +84,12 @@ def _file_name(raw: bytes) -> str:
 
 
 def decode_gtid_set(data: bytes) -> str:
-    """MySQL's binary Gtid_set (n_sids, then per sid its uuid and [start, end) intervals) as the
-    text `uuid:1-5:7,uuid:...` that GtidState parses."""
-    r = Reader(data)
-    n_sids = r.u64("GTID set sid count")
-    if n_sids >> 56:
-        return _decode_tagged(data, n_sids >> 56)
-    parts = []
-    for _ in range(n_sids):
-        sid = str(uuid.UUID(bytes=r.take(16, "GTID set uuid")))
-        n = r.u64("GTID set interval count")
-        if n > r.remaining() // 16:
-            raise ProtocolError("GTID set: more intervals than bytes")
-        ranges = []
-        for _ in range(n):
-            start, end = r.u64("interval start"), r.u64("interval end")
-            if end <= start:
-                raise ProtocolError(f"GTID set: interval {start}-{end} is empty")
-            ranges.append(str(start) if end == start + 1 else f"{start}-{end - 1}")
-        if ranges:
-            parts.append(":".join([sid, *ranges]))
-    return ",".join(parts)
-
-
-def _decode_tagged(data: bytes, format_byte: int) -> str:
-    """MySQL 8.3+'s tagged Gtid_set (format byte 1 in the top byte of n_sids, a tag per sid), as a
-    tagged replica sends its gtid_executed and Previous_gtids stores it: codec's MysqlGtidSet reads it."""
-    if format_byte != 1:
-        raise ProtocolError(f"GTID set: unknown format {format_byte}")
+    """MySQL's binary Gtid_set (n_sids, then per sid its uuid and [start, end) intervals; MySQL
+    8.3+'s tagged format has 1 in the top byte of n_sids and a tag per sid) as the text
+    `uuid:1-5:7,uuid:...` that GtidState parses: codec's MysqlGtidSet reads it, as it reads
+    Previous_gtids."""
+    if len(data) >= 8 and data[7] > 1:
+        raise ProtocolError(f"GTID set: unknown format {data[7]}")
     try:
         return str(MysqlGtidSet.decode(data))
     except (GtidSetError, ValueError, IndexError, struct.error) as exc:

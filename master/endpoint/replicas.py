@@ -32,12 +32,8 @@ class ReplicaMap:
         return cls({s.server_id: s for s in topology.slaves if s.server_id},
                    {user: specs[0] for user, specs in users.items() if len(specs) == 1}, str(path))
 
-    def spec_for(self, server_id: int, user: str) -> SlaveSpec | None:
-        spec = self.by_server_id.get(server_id)
-        return spec if spec is not None else self.by_user.get(user)
-
     def registration(self, server_id: int, user: str, hostname: str) -> Registration:
-        spec = self.spec_for(server_id, user)
+        spec = self.by_server_id.get(server_id) or self.by_user.get(user)
         if spec is None:
             return Registration(server_id, hostname, ("",), (), user=user)
         return Registration(server_id, hostname or spec.name, ("",), (ChannelSpec(None, rules=spec.rules),),

@@ -26,8 +26,8 @@ from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumen
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.sent import SentCounts
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
-from dumpfilter.wire import (certificate_date_problems, read_pem, rules_from_proto, rules_to_proto, schema_from_proto,
-                             skip_policy_from_proto)
+from dumpfilter.wire import (PASSWORD_KEY, USER_KEY, certificate_date_problems, read_pem, rules_from_proto,
+                             rules_to_proto, schema_from_proto, skip_policy_from_proto)
 from dumpfilter.master.login_guard import HOLD_SLOTS, RESERVED_SLOTS, ChecksBusy, LoginThrottled
 from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
@@ -39,9 +39,6 @@ from dumpfilter.master.shadow import rpc as shadow_rpc
 from dumpfilter.master.shares import CALLS, InFlight
 
 log = logging.getLogger("dumpfilter.master")
-# Credentials of every RPC travel as call metadata (RegisterRequest.credentials is also read by
-# Register, for older slaves). Under mTLS the client certificate's CN is the identity.
-USER_KEY, PASSWORD_KEY = "dumpfilter-user", "dumpfilter-password"
 STALL_TIMEOUT = 60.0
 # Concurrent Register, ChangeFilter and Unregister calls of every identity together, each identity
 # its share (master.shares): the calls that may hold a thread (a Register compiles up to 4 MiB of
@@ -501,20 +498,20 @@ class MasterServer:
         self.service.segments.close()
 
 
-def parse_listen(listen: str) -> tuple[str, int]:
-    """HOST:PORT (IPv6 as [::1]:PORT) with a port in 0..65535 (0: any free port)."""
+def parse_listen(listen: str, option: str = "--listen") -> tuple[str, int]:
+    """HOST:PORT (IPv6 as [::1]:PORT) with a port in 0..65535 (0: any free port); an error names `option`."""
     host, sep, port_text = listen.rpartition(":")
     if not sep or not host or not port_text.isdigit():
-        raise InvalidArgumentError(f"--listen {listen!r}: expected HOST:PORT")
+        raise InvalidArgumentError(f"{option} {listen!r}: expected HOST:PORT")
     port = int(port_text)
     if not 0 <= port <= 65535:
-        raise InvalidArgumentError(f"--listen {listen!r}: port {port} is out of range (0..65535)")
+        raise InvalidArgumentError(f"{option} {listen!r}: port {port} is out of range (0..65535)")
     bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
     try:
         ipaddress.ip_address(bare)
     except ValueError:
         if not all(part.isalnum() or part.replace("-", "").isalnum() for part in bare.split(".")):
-            raise InvalidArgumentError(f"--listen {listen!r}: {host!r} is not a host name or address") from None
+            raise InvalidArgumentError(f"{option} {listen!r}: {host!r} is not a host name or address") from None
     return host, port
 
 

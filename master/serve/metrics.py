@@ -20,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from dumpfilter.master.policy import OPEN, Identity
+from dumpfilter.master.read.schema_feed import order_key
 from dumpfilter.master.service import DumpService
 from dumpfilter.master.shares import REGISTRATIONS, RULES, STREAMS, account
 from dumpfilter.master.shadow.metrics import shadow_metrics
@@ -276,8 +277,8 @@ class DumpServiceCollector:
             label = str(one.rule_set)
             if status.position is not None:
                 offset.add_metric([label], status.position[1])
-                n = _file_number(status.position[0])
-                if n is not None:
+                n = order_key(status.position)[0]  # the file's sequence number (master-bin.000002: 2), -1 for none
+                if n >= 0:
                     number.add_metric([label], n)
             if status.followed:  # one lint does not run (not run, failed) has no lag: its state says so
                 lag.add_metric([label], status.behind_bytes)
@@ -303,12 +304,6 @@ class DumpServiceCollector:
 
 
 _LINT_STATES = ("pending", "done", "not run", "failed")
-
-
-def _file_number(name: str) -> int | None:
-    """A binlog file's sequence number (master-bin.000002: 2), None for a name without one."""
-    tail = name.rpartition(".")[2]
-    return int(tail) if tail.isdigit() else None
 
 
 def registry_for(service: DumpService, viewer: Identity | None = OPEN) -> CollectorRegistry:

@@ -567,8 +567,9 @@ class SlaveStream:
         if caught_up or now - self.hits_at >= HITS_EVERY:
             self._fold_hits()
             self.hits_at = now
+        gtids = self.tracker.mariadb if self.tracker.mariadb.gtids else self.tracker.mysql
         batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
-                      False, self._gtid_text(), self.changed_at, self.schema_decided)
+                      False, str(gtids), self.changed_at, self.schema_decided)
         self.parts, self.batch_bytes, self.batch_units, self.batch_skipped, self.schema_decided = [], 0, 0, 0, []
         self.changed_at, self.batch_segments = None, 0
         self.limit = self.svc.reply_bytes()
@@ -579,6 +580,3 @@ class SlaveStream:
         batch = self._batch(caught_up)
         batch.heartbeat = True
         return batch
-
-    def _gtid_text(self) -> str:
-        return str(self.tracker.mariadb) if self.tracker.mariadb.gtids else str(self.tracker.mysql)

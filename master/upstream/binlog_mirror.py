@@ -396,16 +396,13 @@ class BinlogMirror:
         except OSError as exc:
             raise self._cannot_write(exc, path) from None
         self._write(MAGIC)
-        self._add_to_index(file)
-
-    def _add_to_index(self, file: str) -> None:
-        with self.index_lock:
-            self._append_to_index(file)
+        self._append_to_index(file)
 
     def _append_to_index(self, file: str) -> None:
         index = self.index_path()
-        names = self.files()
-        if file not in names:
+        with self.index_lock:
+            if file in self.files():
+                return
             size = index.stat().st_size if index.exists() else 0
             try:
                 with open(index, "a") as f:

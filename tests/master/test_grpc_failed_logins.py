@@ -12,7 +12,7 @@ import re
 import grpc
 import pytest
 
-from dumpfilter.master.serve.grpc_server import PASSWORD_KEY, USER_KEY
+from dumpfilter.wire import PASSWORD_KEY, USER_KEY
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from tests.support.master_process import serve_master
 from tests.support.waiting import wait_for

@@ -17,7 +17,8 @@ import pymysql
 import pytest
 
 from dumpfilter.master.login_guard import BLOCK_AFTER, FREE_FAILURES
-from dumpfilter.master.serve.grpc_server import PASSWORD_KEY, USER_KEY, create_server
+from dumpfilter.master.serve.grpc_server import create_server
+from dumpfilter.wire import PASSWORD_KEY, USER_KEY
 from dumpfilter.rules.policy_gates import hash_password
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from tests.support.waiting import wait_for
