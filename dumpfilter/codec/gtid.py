@@ -318,10 +318,15 @@ class MysqlGtidSet:
             i += 8
             if count > (len(body) - i) // 16:
                 raise GtidSetError(f"Previous_GTIDs: {count} intervals for {source} in {len(body) - i} bytes")
-            gathered.setdefault((source, tag), []).extend(
-                [start, end] for start, end in struct.iter_unpack("<qq", body[i:i + 16 * count]) if start < end)
+            spans = [[start, end] for start, end in struct.iter_unpack("<qq", body[i:i + 16 * count])]
+            # MySQL refuses an empty interval ("Malformed GTID_set encoding", Gtid_set::add_gtid_encoding)
+            empty = next((f"{a}-{b}" for a, b in spans if b <= a), None)
+            if empty is not None:
+                raise GtidSetError(f"GTID set: interval {empty} of {source} is empty")
+            gathered.setdefault((source, tag), []).extend(spans)
             i += 16 * count
-        # A server writes them sorted and merged; a forged event need not be.
+        # A server writes them sorted and merged; a forged event need not be (MySQL refuses one
+        # out of order too: here it is normalised).
         return cls({key: _normalised(ivs) for key, ivs in gathered.items()})
 
     def encode(self) -> bytes:

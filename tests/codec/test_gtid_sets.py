@@ -72,6 +72,9 @@ def test_a_forged_previous_gtids_body_is_normalised_or_refused():
     short = struct.pack("<Q", 1) + sid + struct.pack("<Q", 1 << 40) + b"\0" * 32
     with pytest.raises(GtidSetError, match="intervals"):
         MysqlGtidSet.decode(short)
+    empty = struct.pack("<Q", 1) + sid + struct.pack("<Q", 2) + struct.pack("<qqqq", 1, 3, 7, 7)
+    with pytest.raises(GtidSetError, match="interval 7-7 .* is empty"):  # as MySQL refuses it
+        MysqlGtidSet.decode(empty)
 
 
 def test_too_many_intervals_and_gnos_out_of_range_are_typed_errors():

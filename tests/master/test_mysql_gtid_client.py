@@ -7,6 +7,7 @@ untagged set lacks them, and the endpoint refuses it with 1236 as a MySQL source
 from __future__ import annotations
 
 import shutil
+import struct
 
 import pymysql
 import pytest
@@ -106,3 +107,6 @@ def test_tagged_sets_decode_and_a_foreign_format_is_one_protocol_error():
         decode_gtid_set(bytes(encoded))
     with pytest.raises(ProtocolError, match="GTID set"):
         decode_gtid_set(bytes(encoded[:7]) + b"\x01" + bytes(encoded[8:30]))  # cut inside the intervals
+    empty = MysqlGtidSet.parse(f"{UUID_96}:5").encode()[:-16] + struct.pack("<qq", 5, 5)
+    with pytest.raises(ProtocolError, match="interval 5-5 .* is empty"):  # MySQL: malformed GTID_set encoding
+        decode_gtid_set(empty)
