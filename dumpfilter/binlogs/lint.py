@@ -76,8 +76,8 @@ MIN_CHUNK = 1 << 16
 
 @dataclass
 class Look:
-    """What one `FollowingLint.look` read: `position` is the end of the last whole unit fed (None
-    before the first), `breaks` the first `keep` breaks it found and `found` how many it found,
+    """What one FollowingLint's look (`look_together`) read: `position` is the end of the last whole
+    unit fed (None before the first), `breaks` the first `keep` breaks it found and `found` how many it found,
     `read` the bytes it read, `caught_up` whether it reached the end of the files it was given;
     looks that read together (`look_together`) share `read`: `reader` is this one's place among
     them (0 for the first, which counts the bytes for all); `scanned` what of `read` was read and
@@ -96,8 +96,8 @@ class Look:
 
 
 class FollowingLint:
-    """Lint over a binlog that grows: each `look` feeds the Linter only the whole units written since
-    the last one, from where that one stopped, with `lint_scan`'s compiled scan and feed (only the
+    """Lint over a binlog that grows: each look (`look_together`) feeds the Linter only the whole
+    units written since the last one, from where that one stopped, with `lint_scan`'s compiled scan and feed (only the
     units that may matter decoded). Memory: the Linter's schema models and the one unit being read
     (never the binlog, never the breaks beyond those a look hands back)."""
 
@@ -146,20 +146,18 @@ class FollowingLint:
             self.dropped += extra
             del breaks[before + keep:]
 
-    def look(self, files: Sequence[tuple[str | Path, int]], budget: int, keep: int = 5) -> Look:
-        """Read on through `files` ((path, size) in binlog order, each read only up to its size) for
-        about `budget` bytes (at most a 64 KiB chunk more, and the unit that passes it is finished). The last file may end inside a unit or
-        an event being written: the look stops before it, and the next one starts there. A file left
-        behind (a later one exists) is read to its end; what it ends inside is fed as lint_files does."""
-        return look_together([self], files, budget, keep)[0]
-
 
 def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str | Path, int]], budget: int,
                   keep: int = 5) -> list[Look]:
-    """`FollowingLint.look` for several at the same `place()`, in one read of the binlog: each unit
+    """Each FollowingLint of `followings` (all at the same `place()`) reads on through `files` ((path,
+    size) in binlog order, each read only up to its size) for about `budget` bytes (at most a 64 KiB
+    chunk more, and the unit that passes it is finished), in one read of the binlog: each unit
     scanned once and decoded once for all the Linters that need it (the master's lint at Register,
-    where slaves that register together have their rule sets linted together). Returns each one's
-    Look, in order. On an error every one of them stops where the error was found."""
+    where slaves that register together have their rule sets linted together). The last file may
+    end inside a unit or an event being written: the look stops before it, and the next one starts
+    there. A file left behind (a later one exists) is read to its end; what it ends inside is fed as
+    lint_files does. Returns each one's Look (its first `keep` breaks), in order. On an error every
+    one of them stops where the error was found."""
     lead = followings[0]
     if any(f.place() != lead.place() for f in followings):
         raise ValueError("look_together: the FollowingLints are not at the same place")

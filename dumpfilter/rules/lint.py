@@ -30,7 +30,6 @@ import dataclasses
 from collections.abc import Iterable
 
 from dumpfilter.codec import Event, EventType, Transaction
-from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import MalformedEventError
 from dumpfilter.rules.decisions import Decision
@@ -44,7 +43,7 @@ from dumpfilter.rules.lint_sql import if_not_exists
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
-from dumpfilter.rules.transaction_filter import is_framing
+from dumpfilter.rules.transaction_filter import decided_events
 
 TableRef = tuple[str, str]
 
@@ -102,34 +101,22 @@ class Linter(ReplicaServer):
                 self.engine.invalidate()  # table ids and per-table caches start again with the server
             return
         failed = False
-        maps: set[int] = set()  # the Table_maps of the statement being read
-        # (event, the event carrying its position): Transaction_payload events are opened.
-        flat = ((event, outer) for outer in txn.events for event in (
-            outer.payload_events() if outer.type_code == EventType.TRANSACTION_PAYLOAD else (outer,)))
-        for event, outer in flat:
-            if event.is_query:
-                if is_framing(event):
-                    continue
-                decision = self.engine.decide_statement(event.sql or "", event.db)
-                if failed:
-                    # The replica stopped at an earlier statement of this transaction: the rest of it is
-                    # rolled back with it (as if skipped, for the same cause); the primary ran it.
-                    self._statement(file, txn, event, outer, _NOT_APPLIED, self.breaks[-1].cause)
-                    continue
-                failed = self._statement(file, txn, event, outer, decision)
-            elif event.type_code == EventType.TABLE_MAP:
-                table_id, db, table = event.table_map
-                maps.add(table_id)
-                if self.engine.decide_table(db, table).apply and not failed:
-                    failed = self._table_map(file, txn, event, db, table)
-            elif event.is_rows:
-                # A rows event's table is a Table_map of its own statement (the replica forgets them at
-                # STMT_END_F): one without is refused, as the replica's applier refuses it.
-                if event.table_id not in maps:
-                    raise MalformedEventError(f"{event.type_name} event for table id {event.table_id} has no "
-                                              "Table_map in its statement", offset=event.pos).in_file(file)
-                if event.rows_flags & STMT_END_F:
-                    maps.clear()
+        try:
+            for event, outer in decided_events(txn):  # (a rows event goes with its Table_map)
+                if event.is_query:
+                    decision = self.engine.decide_statement(event.sql or "", event.db)
+                    if failed:
+                        # The replica stopped at an earlier statement of this transaction: the rest of it is
+                        # rolled back with it (as if skipped, for the same cause); the primary ran it.
+                        self._statement(file, txn, event, outer, _NOT_APPLIED, self.breaks[-1].cause)
+                        continue
+                    failed = self._statement(file, txn, event, outer, decision)
+                else:
+                    _, db, table = event.table_map
+                    if self.engine.decide_table(db, table).apply and not failed:
+                        failed = self._table_map(file, txn, outer, db, table)
+        except MalformedEventError as exc:  # a rows event without a Table_map: refused, as the replica refuses it
+            raise exc.in_file(file) from None
 
     def _replica_db(self, db: str) -> str:
         """The default database the replica's applier uses: rewrite-db applies to it, never to qualified
@@ -370,13 +357,15 @@ class Linter(ReplicaServer):
                 if old in self.column_delta:
                     self.column_delta[new] = self.column_delta.pop(old)
 
-    def _table_map(self, file: str, txn: Transaction, event: Event, db: str, table: str) -> bool:
+    def _table_map(self, file: str, txn: Transaction, at: Event, db: str, table: str) -> bool:
+        """A kept Table_map at `at` (the event holding its position: its Transaction_payload, for one inside
+        a compressed transaction, as mysqlbinlog and SHOW BINLOG EVENTS name it)."""
         ref = self._replica_table(db, table)
         present, cause = self._table_state(ref)
         if present:
             return False  # row events carry their own column count: another shape is converted, not refused
         self.breaks.append(Break(file, txn.start_pos, txn.gtid, 1146,
-                                 f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause, event.pos,
+                                 f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause, at.pos,
                                  f"rows of {db}.{table}"))
         return True
 

@@ -1,13 +1,13 @@
 """Silent divergence (issue #60 goal 1) through every way lint reads a binlog: the compiled scan
 that feeds the Linter only the units that may matter (`lint_files`, `lint_many` for `experiment
---candidates`) and the master's following lint (`FollowingLint.look`) find the same divergent writes
+--candidates`) and the master's following lint (`look_together`) find the same divergent writes
 as the Linter fed every unit (tests.oracles.lint), on statement-logged cross-database workloads."""
 
 from __future__ import annotations
 
 import pytest
 
-from dumpfilter.binlogs.lint import FollowingLint, lint_files, lint_many, new_linter
+from dumpfilter.binlogs.lint import FollowingLint, lint_files, lint_many, look_together, new_linter
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.workload import WorkloadSpec, generate
 from tests.oracles.lint import reference_lint
@@ -35,7 +35,7 @@ def test_every_reader_finds_the_divergence_the_linter_finds(tmp_path, fmt):
         alone = lint_files(paths, rules, settings)
         assert _writes(alone) == _writes(together) == _writes(want), rules
         following = FollowingLint(new_linter(rules, settings))
-        look = following.look([(p, p.stat().st_size) for p in paths], 1 << 30)
+        look = look_together([following], [(p, p.stat().st_size) for p in paths], 1 << 30)[0]
         assert look.caught_up and look.diverges == want.divergence.writes
         found_any |= want.divergence.writes > 0
         if rules.wild_do_table or rules.do_table:  # table rules test the written table in both formats

@@ -553,7 +553,7 @@ def test_a_kept_scan_is_let_go_with_its_file(tmp_path, monkeypatch):
     that no deleted binlog stays mapped (its disk space held), and the new file is scanned anew."""
     import os
 
-    from dumpfilter.binlogs.lint import FollowingLint
+    from dumpfilter.binlogs.lint import FollowingLint, look_together
 
     monkeypatch.setattr(scan_index, "MIN_FILE_BYTES", 0)
     paths = generate(WorkloadSpec(seed=6, transactions=400, flavor="mariadb", max_binlog_size=40_000), tmp_path)
@@ -563,7 +563,7 @@ def test_a_kept_scan_is_let_go_with_its_file(tmp_path, monkeypatch):
 
     def lint_all() -> list:
         following = FollowingLint(new_linter(rules, rule_settings), index=index)
-        look = following.look([(p, p.stat().st_size) for p in paths if p.exists()], 1 << 30, keep=10**6)
+        look = look_together([following], [(p, p.stat().st_size) for p in paths if p.exists()], 1 << 30, 10**6)[0]
         assert look.caught_up
         return look.breaks
 
@@ -619,7 +619,7 @@ def test_looks_together_must_start_at_one_place(tmp_path):
     rules, rule_settings = RuleSet(wild_do_table=("db1.t%",)), Settings(flavor="mariadb")
     files = [(p, p.stat().st_size) for p in paths]
     ahead, behind = (FollowingLint(new_linter(rules, rule_settings)) for _ in range(2))
-    ahead.look(files, 1 << 30)
+    look_together([ahead], files, 1 << 30)
     with pytest.raises(ValueError, match="same place"):
         look_together([ahead, behind], files, 1 << 30)
 
@@ -651,13 +651,13 @@ def test_a_following_look_holds_only_the_breaks_it_keeps(tmp_path):
     """A look over a binlog where many units break (a wild-do-table rule that skips the CREATE
     DATABASE: every kept row breaks) holds `keep` of them, the rest counted and let go after each
     buffer: `found` is still every break, the breaks handed back the first ones."""
-    from dumpfilter.binlogs.lint import FollowingLint
+    from dumpfilter.binlogs.lint import FollowingLint, look_together
 
     paths = generate(WorkloadSpec(seed=3, transactions=600, schemas=3, flavor="mariadb"), tmp_path)
     rules, rule_settings = RuleSet(wild_do_table=("db1.t%",)), Settings(flavor="mariadb")
     want = reference_lint(paths, rules, rule_settings)
     assert len(want) > 50
     following = FollowingLint(new_linter(rules, rule_settings), chunk_size=4096)
-    look = following.look([(p, p.stat().st_size) for p in paths], 1 << 30, keep=5)
+    look = look_together([following], [(p, p.stat().st_size) for p in paths], 1 << 30, 5)[0]
     assert look.caught_up and look.found == len(want) and look.breaks == want[:5]
     assert following.dropped > 0 and not following.linter.breaks

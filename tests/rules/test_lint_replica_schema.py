@@ -157,3 +157,16 @@ def test_lint_json_names_the_replica_schema_as_the_cause(tmp_path, capsys):
     (found,) = json.loads(capsys.readouterr().out)["breaks"]
     assert found["errno"] == 1146 and found["cause"]["rule"] == "--replica-schema"
     assert found["cause"]["reason"] == "table 'a.t' is not in the replica's starting schema"
+
+
+def test_a_break_inside_a_compressed_transaction_is_at_its_transaction_payload(shared_fixtures):
+    """MySQL 8's Transaction_payload (binlog_transaction_compression) holds a Table_map whose table the
+    replica lacks: the break's event position is the payload event's own (236, what `mysqlbinlog
+    --start-position` and SHOW BINLOG EVENTS name), not the Table_map's offset inside the
+    decompressed buffer (76), which no tool can start at."""
+    path = shared_fixtures / "osheroff-mysql-binlog-connector-java" / "mysql-bin.compressed"
+    rules = StartupFilters.from_options([]).for_channel("")
+    linter = new_linter(rules, Settings(flavor="mysql"), None, SchemaModel.from_sql("CREATE DATABASE demo;"))
+    units = group_transactions(BinlogReader(io.BytesIO(path.read_bytes()), "mysql-bin.compressed"))
+    breaks = feed_all(linter, (("mysql-bin.compressed", t) for t in units))
+    assert [(b.errno, b.pos, b.event_pos) for b in breaks] == [(1146, 157, 236)]
