@@ -150,12 +150,12 @@ class KeepTable:
     statements may be answered by key at all (the rules' `keys_statements`, unless the caller says).
     `shapes`: the key numbering it shares with the tables that answer the same buffers (its own if none)."""
 
-    __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
+    __slots__ = ("decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
                  "_ids_of", "_by_name", "shapes", "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
-        self._decider = decider
+        self.decider = decider
         self.shapes = KeyShapes() if shapes is None else shapes
         parses = self.shapes.parses  # each key's first statement parsed once for the tables that share them
         rules = decider.rules if isinstance(decider, Gated) else decider
@@ -187,7 +187,7 @@ class KeepTable:
             self._ids_of, self._names_bytes = names, None
             keep.clear()
         if len(keep) < len(names):
-            known, table_kept = self._by_name, self._decider.table_kept
+            known, table_kept = self._by_name, self.decider.table_kept
             for name in names[len(keep):]:
                 code = known.get(name)
                 if code is None:
