@@ -90,7 +90,7 @@ def _keep_table(rules: RuleSet, settings: Settings, gate: Gate | None) -> KeepTa
     a new engine and table per chunk. A thread's tables number key shapes alike (one `KeyShapes`)."""
     held: dict[tuple[str, str, Gate | None], KeepTable] = _HELD.__dict__.setdefault("tables", {})
     shapes: KeyShapes | None = getattr(_HELD, "shapes", None)
-    if shapes is None or len(held) >= _HELD_MAX or len(shapes) > _HELD_MAX << 6:
+    if shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6:
         held.clear()  # (each table's answers are by the shapes' ids)
         shapes = _HELD.shapes = KeyShapes()
     key = (repr(rules), repr(settings), gate)
