@@ -141,7 +141,6 @@ class KeyShapes(dict[bytes, int]):
         self._last = (keys, found)
         return found
 
-
     def name_ids(self, names: Sequence[tuple[str, str]]) -> bytes:
         """The ids of `names` (a buffer's, by its name ids) among the names numbered, packed as
         `_core.gather` reads them: looked up once for every table that answers the buffer (a

@@ -106,15 +106,13 @@ class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 heartbeat_size: int, shared: dict[tuple[str, str, Gate | None], RuleGroup] | None = None) -> None:
+                 heartbeat_size: int, shared: dict[tuple[str, str, Gate | None], RuleGroup]) -> None:
         # The keep table, filter and answers per unit of the slaves whose rules and gate are the
         # same (their skip policies differ): one `RuleGroup`, `shared`.
-        shared = {} if shared is None else shared
         key = (repr(rules), repr(settings), gate)
-        group = shared.get(key)
-        if group is None:
-            group = shared[key] = RuleGroup(_keep_table(rules, settings, gate), settings)
-        self.group = group
+        if key not in shared:
+            shared[key] = RuleGroup(_keep_table(rules, settings, gate), settings)
+        group = self.group = shared[key]
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /
