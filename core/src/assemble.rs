@@ -288,8 +288,7 @@ pub fn assemble(
             let (at, raw) = (out.len(), &buf[u.start..u.end]);
             let events_out = if mariadb {
                 let gtid_size = u.gtid_size as usize;
-                skip_forms::empty_at(raw, gtid_size, opt.crc, Some(out_pos), Some(&mut out))
-                    .map(|_| 2)
+                skip_forms::empty(raw, gtid_size, opt.crc, Some(out_pos), Some(&mut out)).map(|_| 2)
             } else {
                 let made = skip_forms::mysql::empty_transaction(raw, opt.crc, &mut out);
                 let end = out.len();

@@ -169,7 +169,7 @@ fn recorded(u: &ListedUnit, bufs: &[&[u8]], (skip, crc): (u8, bool)) -> Option<(
     let raw = bufs.get(u.part as usize)?.get(u.start()..u.end())?; // (bounds only: no byte read)
     let f = match skip {
         _ if u.flags & MARIADB != MARIADB => None,
-        SKIP_EMPTY => skip_forms::empty(raw, u.gtid_size as usize, crc, None),
+        SKIP_EMPTY => skip_forms::empty(raw, u.gtid_size as usize, crc, None, None),
         SKIP_PLACEHOLDER if u.flags & F_FAST != 0 && u.tabled => {
             skip_forms::recorded_placeholders(u, crc)
         }

@@ -225,7 +225,7 @@ pub(crate) fn skipped_ddl(buf: &[u8], u: &Unit, crc_len: usize, own: &mut Vec<u8
     raw.get(4) == Some(&MARIADB_GTID)
         && is_placeholder(raw, g)
         && u32_at(raw, g + 9) == Some((raw.len() - g) as u32)
-        && empty(raw, g, crc_len != 0, Some(own)).is_some()
+        && empty(raw, g, crc_len != 0, None, Some(own)).is_some()
 }
 
 /// The GTIDs that open a unit of the master's (MariaDB's, MySQL's, Anonymous_GTID).

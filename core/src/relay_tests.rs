@@ -188,7 +188,7 @@ fn a_skipped_ddl_placeholder_is_relayed_as_its_empty_transaction() {
                 let mut out = vec![0u8; plan.bytes as usize];
                 plan.fill(&buf, &mut out);
                 let mut want = Vec::new();
-                crate::skip_forms::empty(&g, g.len(), sealed, Some(&mut want)).unwrap();
+                crate::skip_forms::empty(&g, g.len(), sealed, None, Some(&mut want)).unwrap();
                 assert_eq!(out, want);
                 assert_eq!(out[HEADER_LEN + 12], 0, "FL_STANDALONE and FL_DDL cleared");
                 let counted = (plan.units, plan.events, plan.placeholders);

@@ -157,7 +157,7 @@ fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
     );
     let mut want = [kept, gtid, xid].concat();
     let ddl = &ddl_buf[units[2].start..units[2].end];
-    skip_forms::empty(ddl, gtid_size as usize, false, Some(&mut want)).unwrap();
+    skip_forms::empty(ddl, gtid_size as usize, false, None, Some(&mut want)).unwrap();
     let mut placeholder = vec![0u8; walks[1].out_len];
     walks[1].fill(&[&ddl_buf], &mut placeholder);
     assert_eq!(

@@ -83,7 +83,7 @@ pub fn skipped(
         _ => return None,
     }
     match skip {
-        SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, out),
+        SKIP_EMPTY => empty(raw, u32_at(raw, 9)? as usize, crc, None, out),
         // A statement unit's framing Queries are its keys' to say; of a row unit, or a lone
         // statement (a GTID and one Query, never a framing one), only the GTID and XID frame it.
         SKIP_PLACEHOLDER => {
@@ -233,20 +233,10 @@ pub fn with_placeholders(
 
 /// The GTID as it is, then the COMMIT that closes it, dated and numbered as the GTID (the
 /// synthesised statement has no master position of its own: TransactionFilter's
-/// `_empty_transaction`).
+/// `_empty_transaction`); or with `at` as `filter` writes it at output offset `at`: each event's
+/// log_pos its end offset there (but where the GTID's is 0: MariaDB 11.4+ in-group numbering),
+/// the COMMIT's CRC made once.
 pub(crate) fn empty(
-    raw: &[u8],
-    gtid_size: usize,
-    crc: bool,
-    out: Option<&mut Vec<u8>>,
-) -> Option<Form> {
-    empty_at(raw, gtid_size, crc, None, out)
-}
-
-/// `empty`, or with `at` as `filter` writes it at output offset `at`: each event's log_pos its
-/// end offset there (but where the GTID's is 0: MariaDB 11.4+ in-group numbering), the COMMIT's
-/// CRC made once.
-pub(crate) fn empty_at(
     raw: &[u8],
     gtid_size: usize,
     crc: bool,

@@ -127,6 +127,8 @@ class KeyShapes(dict[bytes, int]):
         super().__init__()
         self.parses: Parses = {}
         self._last: tuple[Sequence[_core.StatementKey], Numbered] | None = None
+        self.names: dict[tuple[str, str], int] = {}  # table names numbered alike (`name_ids`)
+        self._last_names: tuple[Sequence[tuple[str, str]], int, bytes] = ((), 0, b"")
 
     def number(self, keys: Sequence[_core.StatementKey]) -> Numbered:
         """The shape ids of `keys`, and what reads a table's bytes by shape id at them (the core's
@@ -139,6 +141,19 @@ class KeyShapes(dict[bytes, int]):
         self._last = (keys, found)
         return found
 
+    def name_ids(self, names: Sequence[tuple[str, str]]) -> bytes:
+        """The ids of `names` (a buffer's, by its name ids) among the names numbered, packed as
+        `_core.gather` reads them: looked up once for every table that answers the buffer (a
+        scanner's list only grows: its new names then)."""
+        last, done, packed = self._last_names
+        if last is not names:
+            done, packed = 0, b""
+        if done < len(names):
+            more = [self.names.setdefault(name, len(self.names)) for name in names[done:]]
+            packed += struct.pack(f"<{len(more)}I", *more)
+            self._last_names = (names, len(names), packed)
+        return packed
+
 
 Numbered = tuple[list[int], Callable[[bytearray], bytes]]  # KeyShapes.number's
 
@@ -150,12 +165,12 @@ class KeepTable:
     statements may be answered by key at all (the rules' `keys_statements`, unless the caller says).
     `shapes`: the key numbering it shares with the tables that answer the same buffers (its own if none)."""
 
-    __slots__ = ("_decider", "_account", "_decide", "gate", "keys_enabled", "_names", "_names_bytes", "_hit_classes",
-                 "_ids_of", "_by_name", "shapes", "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
+    __slots__ = ("decider", "_account", "_decide", "gate", "keys_enabled", "_hit_classes", "_by_name", "shapes",
+                 "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
-        self._decider = decider
+        self.decider = decider
         self.shapes = KeyShapes() if shapes is None else shapes
         parses = self.shapes.parses  # each key's first statement parsed once for the tables that share them
         rules = decider.rules if isinstance(decider, Gated) else decider
@@ -164,10 +179,7 @@ class KeepTable:
         self._account = rules.account
         self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db, parses), True))
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
-        self._names = bytearray()
-        self._names_bytes: bytes | None = None
-        self._ids_of: Sequence[tuple[str, str]] | None = None  # the list of names `_names` answers
-        self._by_name: dict[tuple[str, str], int] = {}  # each table's keep byte, asked once (`tables`)
+        self._by_name = bytearray()  # by the shapes' name id: each table's keep byte, asked once (`tables`)
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
         self._codes = bytearray()
         self._answers: list[KeyAnswer | None] = []
@@ -179,29 +191,23 @@ class KeepTable:
 
     # -- tables -------------------------------------------------------------------------------
     def tables(self, names: Sequence[tuple[str, str]]) -> bytes:
-        """The keep bytes of `names` by name id (a scanner's list, which only grows). Another list
-        (another scanner's ids: a master's next segment, counted by `experiment`'s walk) is
-        answered by name: a table is asked once until `forget_tables`."""
-        keep = self._names
-        if names is not self._ids_of:
-            self._ids_of, self._names_bytes = names, None
-            keep.clear()
-        if len(keep) < len(names):
-            known, table_kept = self._by_name, self._decider.table_kept
-            for name in names[len(keep):]:
-                code = known.get(name)
-                if code is None:
-                    code = known[name] = KEEP_KEEP if table_kept(*name) else KEEP_DROP
-                keep.append(code)
-            self._names_bytes = None
-        if self._names_bytes is None:
-            self._names_bytes = bytes(keep)
-        return self._names_bytes
+        """The keep bytes of `names` by name id (a scanner's list, which only grows; or another
+        scanner's ids: a master's next segment, counted by `experiment`'s walk), read by the names'
+        ids among those the shapes number (`KeyShapes.name_ids`): a table is asked once until
+        `forget_tables`."""
+        ids, by_name, numbered = self.shapes.name_ids(names), self._by_name, self.shapes.names
+        keep = _core.gather(bytes(by_name), ids)  # (_UNDECIDED past its end)
+        if _UNDECIDED in keep:
+            by_name += bytes([_UNDECIDED]) * (len(numbered) - len(by_name))
+            table_kept = self.decider.table_kept
+            for name in names:
+                if by_name[numbered[name]] == _UNDECIDED:
+                    by_name[numbered[name]] = KEEP_KEEP if table_kept(*name) else KEEP_DROP
+            keep = _core.gather(bytes(by_name), ids)
+        return keep
 
     def forget_tables(self) -> None:
         """A Format_description event: every table asked again."""
-        self._names.clear()
-        self._names_bytes = None
         self._by_name.clear()
 
     # -- statement keys -----------------------------------------------------------------------

@@ -34,6 +34,7 @@ not depend on how files were cut.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -45,9 +46,8 @@ from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Sca
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
-from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.rules.keep_table import KeepTable, KeyRows, KeyShapes
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.transaction_filter import KEEP, TransactionFilter
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
@@ -77,41 +77,42 @@ MINUTE_BUCKETS = 120
 MANY_SLAVES = 16  # distinct slaves past which a chunk is scanned in half-size buffers (`count_chunk`)
 
 
-_ENGINES: dict[tuple[str, str], RuleEngine] = {}
-_ENGINES_MAX = 1024
+_HELD = threading.local()  # this thread's keep tables (`_keep_table`)
+_HELD_MAX = 1024
 
 
-def _engine(rules: RuleSet, settings: Settings) -> RuleEngine:
-    """The rule engine of `rules` under `settings`, one per process for every chunk it counts under
-    mysql semantics, where a table's answer depends on the rules alone (the engine caches it: a
-    table is decided once per process, not once per chunk). Effective semantics replays the
-    schema: a new engine per chunk."""
-    if settings.semantics != "mysql":
-        return RuleEngine(rules, settings)
-    key = (repr(rules), repr(settings))
-    engine = _ENGINES.get(key)
-    if engine is None:
-        if len(_ENGINES) >= _ENGINES_MAX:
-            _ENGINES.clear()
-        engine = _ENGINES[key] = RuleEngine(rules, settings)
-    return engine
+def _keep_table(rules: RuleSet, settings: Settings, gate: Gate | None) -> KeepTable:
+    """The keep table of `rules` under `settings` and `gate`, over their rule engine. Under mysql
+    semantics, where a table's and a statement key's answers depend on the rules alone, one per
+    thread for every chunk it counts (a live master's every pass): a table and a key are decided
+    once per rule set, not once per chunk (issue #80 goal 1: each pass of a sysbench binlog decided
+    its ~290 key shapes again for each of 48 rule groups). Effective semantics replays the schema:
+    a new engine and table per chunk. A thread's tables number key shapes alike (one `KeyShapes`)."""
+    held: dict[tuple[str, str, Gate | None], KeepTable] = _HELD.__dict__.setdefault("tables", {})
+    shapes: KeyShapes | None = getattr(_HELD, "shapes", None)
+    if shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6:
+        held.clear()  # (each table's answers are by the shapes' ids)
+        shapes = _HELD.shapes = KeyShapes()
+    key = (repr(rules), repr(settings), gate)
+    found = held.get(key)
+    if found is None:
+        found = KeepTable(gated(RuleEngine(rules, settings), gate), shapes=shapes)
+        if settings.semantics == "mysql":
+            held[key] = found
+    return found
 
 
 class _SlaveCounter:
     """One slave over one chunk, as master/stream.py's `_unit` sends and counts each unit."""
 
     def __init__(self, name: str, rules: RuleSet, settings: Settings, policy_name: str, gate: Gate | None, chunk: Chunk,
-                 heartbeat_size: int, shared: dict[tuple[str, str, Gate | None], RuleGroup] | None = None) -> None:
+                 heartbeat_size: int, shared: dict[tuple[str, str, Gate | None], RuleGroup]) -> None:
         # The keep table, filter and answers per unit of the slaves whose rules and gate are the
         # same (their skip policies differ): one `RuleGroup`, `shared`.
-        shared = {} if shared is None else shared
         key = (repr(rules), repr(settings), gate)
-        group = shared.get(key)
-        if group is None:
-            group = shared[key] = RuleGroup(TransactionFilter(gated(_engine(rules, settings), gate),
-                                                           empty_transactions=KEEP), settings,
-                                            next(iter(shared.values())).keeps.shapes if shared else None)
-        self.group = group
+        if key not in shared:
+            shared[key] = RuleGroup(_keep_table(rules, settings, gate), settings)
+        group = self.group = shared[key]
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
         # A gate that reads statement texts (a restricted policy) sends a unit whose Annotate_rows /

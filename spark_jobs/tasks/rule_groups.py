@@ -13,10 +13,11 @@ from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
-from dumpfilter.rules.keep_table import KeepTable, KeyShapes
+from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED, FilterResult, TransactionFilter, lone_statement
+from dumpfilter.rules.transaction_filter import (EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter,
+                                                 lone_statement)
 
 # A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
 # u32 little-endian, as `_core.mark_slow` takes them).
@@ -54,12 +55,12 @@ class RuleGroup:
     __slots__ = ("filter", "keeps", "results", "marked", "by_database", "plain", "lone",
                  "engine", "parsed")
 
-    def __init__(self, txn_filter: TransactionFilter, settings: Settings, shapes: KeyShapes | None = None) -> None:
-        self.filter = txn_filter
-        self.keeps = KeepTable(txn_filter.decider, shapes=shapes)  # (`shapes`: the other groups')
+    def __init__(self, keeps: KeepTable, settings: Settings) -> None:
+        self.keeps = keeps  # (kept across chunks: bandwidth._keep_table)
+        decider = keeps.decider
+        self.filter = TransactionFilter(decider, empty_transactions=KEEP)
         # (Every unit is decided ahead of the walk, `mark`: a topology's slave tracks no derived
         # tables, WL#40, so a table's answer is its name's, under WL#2516's effective semantics too.)
-        decider = txn_filter.decider
         engine = decider if settings.semantics == "mysql" and isinstance(decider, RuleEngine) else None
         self.by_database = engine is not None and engine.databases_only
         self.plain: dict[str, int] = {}  # by_database: a plain lone statement's row byte by its default database

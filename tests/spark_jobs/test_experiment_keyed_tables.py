@@ -163,3 +163,22 @@ def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatc
     alone = [1 for call, _ in calls if call == "count"]
     assert all(0 < jobs <= len(slaves) for jobs in many) and len(many) >= len(buffers) // 2 >= 1, (many, buffers)
     assert len(alone) <= 2 * len(slaves) * (len(buffers) - len(many)), (len(alone), buffers)
+
+
+def test_a_rule_sets_keys_are_decided_once_across_counts(mixed_binlogs, monkeypatch):
+    """A rule set's keep table is kept from one count to the next on a thread (`bandwidth._keep_table`:
+    a live master's passes): counted again, the binlog's statement keys are not decided again, and
+    the counts are the same."""
+    from dumpfilter.rules.keep_table import KeepTable
+
+    decided = []
+    real = KeepTable._decide_key
+    monkeypatch.setattr(KeepTable, "_decide_key", lambda self, shape, key: decided.append(shape) or real(self, shape, key))
+    slaves = _topology([(["replicate-wild-ignore-table=crm.once%"], "placeholder"),
+                        (["replicate-do-db=shop", "replicate-ignore-table=shop.once"], "heartbeat")]).slaves
+    chunks = plan_chunks(input_files([mixed_binlogs]), 150_000)
+    first = [p.counts for chunk in chunks for p in bandwidth.count_chunk(chunk, slaves)]
+    assert decided
+    decided.clear()
+    assert [p.counts for chunk in chunks for p in bandwidth.count_chunk(chunk, slaves)] == first
+    assert not decided
