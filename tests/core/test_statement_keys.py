@@ -13,7 +13,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import _core
@@ -303,7 +303,13 @@ def _literal_statements(draw, balanced: bool = False, escaped: bool = False):
         sql = f"DELETE FROM {name} WHERE a={lit()} OR b={lit()}"
     else:
         sql = f"INSERT INTO {name} SELECT {lit()}, a FROM u WHERE b={lit()}"
-    return sql if balanced else sql + draw(_tails)
+    sql = sql if balanced else sql + draw(_tails)
+    # No empty quoted name (``) outside the literals, which a literal closed early may leave: the
+    # Python parser (sqlglot) reads no text with one. MariaDB 10.11 accepts one only as an alias
+    # (`test_an_empty_quoted_alias_is_keyed`); between two values it is a syntax error (1064: a
+    # Hypothesis find, `UPDATE a=""``"" AND ...`, which the core keyed and no server logs).
+    assume(not any(t.kind == "quoted_ident" and not t.value for t in _core.sql_tokens(sql).tokens))
+    return sql
 
 
 def check_either_mode(sql: str, db: str) -> bool:
@@ -327,6 +333,14 @@ def test_statements_with_literals_agree(sql, db):
     """Whatever the literals hold and whatever stands outside them, a key the core reads is the
     Python parser's."""
     check_either_mode(sql, db)
+
+
+def test_an_empty_quoted_alias_is_keyed():
+    """MariaDB 10.11 runs and logs `INSERT INTO u SELECT '' ``, 1 FROM u` (an empty alias; `` as a
+    table is 1103, as a column 1054): the core keys it as the server applies it, to `u`, a text the
+    Python parser does not read (so the property tests above draw no empty quoted name)."""
+    key = statement_key(b"INSERT INTO u SELECT '' ``, 1 FROM u WHERE b=1")
+    assert key is not None and (key.kind, key.db, key.table) == (_core.KIND_INSERT_SELECT, None, b"u")
 
 
 def test_a_literal_closed_only_without_escapes():
