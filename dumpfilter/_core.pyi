@@ -1041,11 +1041,6 @@ class SplitRoute:
         RouteOutput per output.
         """
     @property
-    def multi(self) -> builtins.int:
-        r"""
-        Units written to two counted outputs or more.
-        """
-    @property
     def none(self) -> builtins.int:
         r"""
         Units no output keeps.
@@ -1861,12 +1856,12 @@ def split_route(scanner: Scanner, buf: bytes, start: builtins.int, keeps: typing
     r"""
     Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
     keep byte per name id for each output; `counted`: the outputs counted as written for
-    `multi`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
+    `none`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
     byte per key id of the scanner's `statement_units` for each output, the keep vocabulary,
     keep.rs), statement units are routed by their keys too; `framing`: a framing Query may be
     copied as it is. `schemas` (by schema: each output's schema, utf-8) gives a MySQL copy's
-    BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the next unit index, a RouteOutput per output, units
-    written to two counted outputs or more, units no output keeps.
+    BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the
+    next unit index, a RouteOutput per output, units no counted output keeps.
     """
 
 def split_script(text: builtins.str) -> Script:

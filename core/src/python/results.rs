@@ -468,8 +468,6 @@ records! {
         next: usize,
         /// RouteOutput per output.
         outputs: Py<PyList> as Vec<RouteOutput>,
-        /// Units written to two counted outputs or more.
-        multi: u64,
         /// Units no output keeps.
         none: u64,
     }
