@@ -211,11 +211,6 @@ impl Run {
 /// M - 1 in the comment above: runs end within this many bytes of their start.
 pub const RUN_MAX: usize = 1 << 13;
 
-/// CRC-32 (zlib's polynomial), SIMD-accelerated.
-pub fn crc32(data: &[u8]) -> u32 {
-    crc32fast::hash(data)
-}
-
 /// Whether the event's stored CRC (its last four bytes) matches the bytes before it.
 #[inline]
 pub fn crc_ok(event: &[u8]) -> bool {

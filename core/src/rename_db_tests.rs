@@ -1,6 +1,5 @@
 //! rename_db.rs's tests: units and events renamed by hand-made names.
 use super::*;
-use crate::crc::crc32;
 
 fn event(kind: u8, body: &[u8], crc: bool) -> Vec<u8> {
     let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
@@ -10,7 +9,7 @@ fn event(kind: u8, body: &[u8], crc: bool) -> Vec<u8> {
     e[13..17].copy_from_slice(&777u32.to_le_bytes());
     e.extend_from_slice(body);
     if crc {
-        let c = crc32(&e);
+        let c = crc32fast::hash(&e);
         e.extend_from_slice(&c.to_le_bytes());
     }
     e
@@ -160,7 +159,7 @@ fn one_event_is_renamed_a_table_maps_table_too() {
             if crc {
                 let size = e.len() as u32 + 4;
                 e[9..13].copy_from_slice(&size.to_le_bytes());
-                let c = crc32(&e);
+                let c = crc32fast::hash(&e);
                 e.extend_from_slice(&c.to_le_bytes());
             }
             e

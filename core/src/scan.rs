@@ -11,7 +11,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 
 use crate::crc::{self, crc_ok, fde_crc_ok, Run};
-use crate::format::{type_name, Format, FormatError};
+use crate::format::{type_name, Format};
 use crate::le::{u16_at, u32_at};
 use crate::types::*;
 
@@ -318,7 +318,7 @@ impl Scanner {
 
     /// Adopts a format read elsewhere (a stream that starts past the file's FDE).
     pub fn load_fde(&mut self, event: &[u8], offset: u64) -> Result<(), ScanError> {
-        let fmt = Format::parse(event).map_err(|e| fmt_error(e, offset))?;
+        let fmt = Format::parse(event).map_err(|e| ScanError::binlog(e.0, offset))?;
         self.fmt = Some(Arc::new(fmt));
         Ok(())
     }
@@ -334,7 +334,7 @@ impl Scanner {
         unknown: &mut bool,
     ) -> Result<(), ScanError> {
         if t == FORMAT_DESCRIPTION {
-            let fmt = Format::parse(ev).map_err(|e| fmt_error(e, offset))?;
+            let fmt = Format::parse(ev).map_err(|e| ScanError::binlog(e.0, offset))?;
             let alg_present = fmt.checksum_alg.is_some();
             self.fmt = Some(Arc::new(fmt));
             if self.verify && alg_present && !fde_crc_ok(ev) {
@@ -534,8 +534,4 @@ impl Scanner {
     ) -> ScanOut {
         self.batched(buf, off, |s| s.group_units(buf, off, base, limit, at_eof))
     }
-}
-
-fn fmt_error(e: FormatError, offset: u64) -> ScanError {
-    ScanError::binlog(e.0, offset)
 }

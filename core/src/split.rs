@@ -27,8 +27,6 @@ pub struct Routed {
     pub next: usize,
     pub outs: Vec<Sent>,
     pub ends: Vec<Vec<u64>>,
-    /// Units written to two outputs or more among the `counted` ones.
-    pub multi: u64,
     /// Units written to no counted output (by --map without an unassigned output: the units
     /// Python's Router counts as dropped, whether or not the rest's keep took them).
     pub none: u64,
@@ -117,7 +115,7 @@ pub fn route(
     let mut outs: Vec<Sent> = (0..n).map(|_| Sent::default()).collect();
     let mut ends: Vec<Vec<u64>> = vec![Vec::new(); n];
     let mut copies: Vec<Copy> = Vec::with_capacity(n);
-    let (mut multi, mut none) = (0u64, 0u64);
+    let mut none = 0u64;
     let mut i = from;
     'units: while i < units.len() {
         let u = &units[i];
@@ -176,7 +174,7 @@ pub fn route(
                 copies.push(copy);
             }
         }
-        let mut counted_n = 0;
+        let mut written = false; // to a counted output
         for (o, copy) in copies.drain(..).enumerate() {
             match copy {
                 Copy::Whole => outs[o].buf_piece(0, u.start, u.end), // a run of units: one piece
@@ -184,19 +182,15 @@ pub fn route(
                 Copy::Nothing => continue,
             }
             ends[o].push(bases.get(o).copied().unwrap_or(0) + outs[o].out_len as u64);
-            if counted.get(o).copied().unwrap_or(true) {
-                counted_n += 1;
-            }
+            written |= counted.get(o).copied().unwrap_or(true);
         }
-        multi += (counted_n > 1) as u64;
-        none += (counted_n == 0) as u64;
+        none += !written as u64;
         i += 1;
     }
     Routed {
         next: i,
         outs,
         ends,
-        multi,
         none,
     }
 }

@@ -77,10 +77,7 @@ impl MysqlRoute<'_> {
         out.extend_from_slice(&ev[start + len..ev.len() - self.crc_len()]);
         let size = (out.len() - at + self.crc_len()) as u32;
         out[at + 9..at + 13].copy_from_slice(&size.to_le_bytes());
-        if self.crc {
-            let c = crate::crc::crc32(&out[at..]);
-            out.extend_from_slice(&c.to_le_bytes());
-        }
+        crate::crc::seal(out, at, self.crc);
         Some(())
     }
 
@@ -119,10 +116,7 @@ mod tests {
         e.extend_from_slice(b"BEGIN");
         let size = (e.len() + if crc { 4 } else { 0 }) as u32;
         e[9..13].copy_from_slice(&size.to_le_bytes());
-        if crc {
-            let c = crate::crc::crc32(&e);
-            e.extend_from_slice(&c.to_le_bytes());
-        }
+        crate::crc::seal(&mut e, 0, crc);
         e
     }
 

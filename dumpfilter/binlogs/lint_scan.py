@@ -107,7 +107,7 @@ class _Lint(KeyVerdicts):
             self.ids_by_table.clear()
 
     def invalidate(self, touched: set[str], units: UnitList, names: Sequence[tuple[str, str]],
-                   keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
+                   keys: Sequence[_core.StatementKey]) -> None:
         """After a unit whose statements changed the state of `touched` tables only (`Linter.touched`;
         their keys' answers forgotten already): their names' safe bits asked again, and `need` made
         again only when one of this buffer's bits changed. A table made or dropped every fifty
@@ -123,7 +123,7 @@ class _Lint(KeyVerdicts):
                     flipped = True
         if not flipped:
             classes = self.classes
-            flipped = any(key not in classes for _, key, _, _ in keys)
+            flipped = any(k.key not in classes for k in keys)
         if flipped:
             self.refresh(units, names, keys)
 
@@ -189,7 +189,7 @@ class _Lint(KeyVerdicts):
         return insert_passes(sql, *self.columns[key], head_list(sql[:sql.find(")") + 1]))
 
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
-                keys: Sequence[tuple[int, bytes, bytes, bytes]]) -> None:
+                keys: Sequence[_core.StatementKey]) -> None:
         """The unsafe bytes for every name and key of this buffer, and which units the Linter
         must be fed (`need`, one byte per unit)."""
         self.refreshes += 1
@@ -202,12 +202,12 @@ class _Lint(KeyVerdicts):
         classes = self.classes
         bad = bytearray(len(keys))
         columns = bytearray(len(keys))
-        for key_id, key, db, sql in keys:
-            cls = classes.get(key)
+        for key in keys:
+            cls = classes.get(key.key)
             if cls is None:
-                cls = self.key_class(key, decode_text(db), decode_text(sql))
-            bad[key_id] = cls == _UNSAFE
-            columns[key_id] = cls == _COLUMNS
+                cls = self.key_class(key.key, decode_text(key.db), decode_text(key.sql))
+            bad[key.id] = cls == _UNSAFE
+            columns[key.id] = cls == _COLUMNS
         need = bytearray(units.rows_many([bytes(self.names)], [bytes(bad)])[0].translate(_NEED))
         if any(columns):
             # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
@@ -216,8 +216,8 @@ class _Lint(KeyVerdicts):
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
             if any(check):
                 assert self.heads is not None  # (set by _lint_units)
-                failing = self.heads.failing(check, {key_id: self.columns[key] for key_id, key, _, _ in keys
-                                                     if columns[key_id]})
+                failing = self.heads.failing(check, {k.id: self.columns[k.key] for k in keys
+                                                     if columns[k.id]})
                 self.bulk += sum(check) - len(failing)
                 for k in failing:
                     need[k] = 1
@@ -415,7 +415,7 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
         formats = [(0, 0, 1 << 62)]
     else:
         formats = [(current.post_header_len(_QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
-    keys, _ = units.statement_units(formats)
+    keys = units.statement_units(formats).keys
     # Units neither fast nor keyed: fed to every Linter, and each one's safe bits asked again after.
     structural = units.rows_many([bytes(len(names))], [bytes(len(keys))])[0]
     heads = Heads(units, n, buf, keys, current)

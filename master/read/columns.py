@@ -80,7 +80,7 @@ class Columns:
     def end_of(self, k: int) -> Pos | None:
         """Unit k's end position from the UnitList; None when it ends with a real Rotate."""
         end = self.unit_list.end(k)
-        return None if end is None else (self.parts[end[0]].file, end[1])
+        return None if end is None else (self.parts[end.part].file, end.pos)
 
     def mysql_gtid(self, k: int) -> MysqlGtid | None:
         """Unit k's MySQL GTID (source uuid, tag, gno), else None."""

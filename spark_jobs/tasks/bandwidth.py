@@ -353,7 +353,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
     # (their bytes read once for every rule group that answers them, `KeyList`; a buffer of fast
     # units holds none)
-    keys = units.statement_units(formats)[0] if other else []
+    keys = units.statement_units(formats).keys if other else []
     tables = counters[0].out.tables if counters else {}
     for k, size in enumerate(by_table.by_name):
         if size:

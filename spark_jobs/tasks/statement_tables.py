@@ -86,7 +86,7 @@ def _make_group(db: bytes, sql: bytes) -> StatementGroup | None:
     shape = _core.statement_key(sql)
     if shape is None:
         return None
-    kind, qualifier, table = shape
+    kind, qualifier, table = shape.kind, shape.db, shape.table
     name = (decode_text(qualifier if qualifier is not None else db), decode_text(table))
     return (decode_text(db), _KEY_KINDS.get(kind, str(kind)), (name,), "")
 

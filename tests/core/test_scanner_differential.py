@@ -103,7 +103,7 @@ def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
             assert (gtid is not None) == bool(rec.flags & F_MARIADB_GTID)
             assert plan.gtids(k, k + 1) == [gtid]
             end = plan.end(k)
-            assert end == (None if rec.flags & F_ROTATE_END else (part, base + rec.end))
+            assert (end and (end.part, end.pos)) == (None if rec.flags & F_ROTATE_END else (part, base + rec.end))
             out.append(_described(rec, raw, tables, gtid, base))
             size += rec.end - rec.start
             flags_any |= rec.flags
@@ -115,7 +115,7 @@ def plan_units(data: bytes, *, verify: bool = True, chunks: list[int] | None = N
             break
     assert (plan.size, plan.flags_any, plan.gtid_sources()) == (size, flags_any, len(sources))
     for mask in (F_HAS_FDE, F_MYSQL_GTID | F_TAGGED_GTID, F_ROTATE_END):
-        assert plan.with_flags(mask, 1) == [k for k in range(1, len(plan)) if plan.unit(k)[5] & mask]
+        assert plan.with_flags(mask, 1) == [k for k in range(1, len(plan)) if plan.unit(k).flags & mask]
     with pytest.raises(IndexError):
         plan.unit(len(plan))
     assert plan.end(len(plan)) is None and plan.gtid(len(plan)) is None and plan.tables(len(plan)) == []

@@ -13,12 +13,11 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import _core
 from dumpfilter.codec import BinlogReader, EventType
-from dumpfilter._core import statement_key
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.lab.sandbox import apply_binlog
 from dumpfilter.rules.statement_info import Kind
@@ -33,9 +32,15 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+def key_of(sql: bytes, *, escaped: bool = False) -> tuple[int, bytes | None, bytes] | None:
+    """The core's key of `sql` (`_core.statement_key`) as (kind, qualifier, table); None: declined."""
+    key = _core.statement_key(sql, escaped=escaped)
+    return None if key is None else (key.kind, key.db, key.table)
+
+
 def check(sql: str, db: str | None, *, escaped: bool = False) -> bool:
     """Asserts the core's key of `sql` agrees with both Python parsers; True when it gave one."""
-    key = statement_key(sql.encode("utf-8", "surrogateescape"), escaped=escaped)
+    key = key_of(sql.encode("utf-8", "surrogateescape"), escaped=escaped)
     if key is None:
         return False
     kind, qualifier, table = key
@@ -109,7 +114,7 @@ def test_sysbench_shapes_are_keyed():
 def test_insert_select_is_keyed_by_its_target():
     """An INSERT's SELECT (a source query, a subquery) leaves the target the one updated table: keyed,
     apart from the plain INSERT's key; comments, RETURNING and a CTE before the SELECT are not."""
-    keyed = {sql: statement_key(sql.encode()) for db, sql in SHAPES if check(sql, db)}
+    keyed = {sql: key_of(sql.encode()) for db, sql in SHAPES if check(sql, db)}
     assert keyed["INSERT INTO a.t (x) SELECT x FROM b.u JOIN c.v ON u.id = v.id"] == (_core.KIND_INSERT_SELECT, b"a", b"t")
     assert keyed["REPLACE INTO t SELECT * FROM u"] == (_core.KIND_REPLACE_SELECT, None, b"t")
     for sql in ("INSERT INTO t VALUES ((SELECT max(a) FROM u))", "INSERT INTO t SET a=(SELECT 1)", "INSERT INTO t (SELECT 1)"):
@@ -174,7 +179,7 @@ def test_the_key_is_the_table_a_real_server_writes(mariadb_factory, tmp_path):
     keyed = 0
     for path in server.binlog_files():
         for text, maps in _annotated(path):
-            key = statement_key(text.encode("utf-8", "surrogateescape"))
+            key = key_of(text.encode("utf-8", "surrogateescape"))
             if key is None:
                 continue
             keyed += 1
@@ -250,7 +255,7 @@ def test_a_number_where_a_name_goes_is_declined(sql):
     """MySQL's lexer reads `0`, `1e5`, `0x1f` as numbers, never as a table (a name may begin with a
     digit but not be all digits): the core's key names no table for them,
     so the parser decides (a Hypothesis example: the core keyed `UPDATE 0 SET a=1` as table `0`)."""
-    assert statement_key(sql.encode()) is None
+    assert key_of(sql.encode()) is None
 
 
 def test_a_name_that_begins_with_a_digit_is_still_keyed():
@@ -303,7 +308,13 @@ def _literal_statements(draw, balanced: bool = False, escaped: bool = False):
         sql = f"DELETE FROM {name} WHERE a={lit()} OR b={lit()}"
     else:
         sql = f"INSERT INTO {name} SELECT {lit()}, a FROM u WHERE b={lit()}"
-    return sql if balanced else sql + draw(_tails)
+    sql = sql if balanced else sql + draw(_tails)
+    # No empty quoted name (``) outside the literals, which a literal closed early may leave: the
+    # Python parser (sqlglot) reads no text with one. MariaDB 10.11 accepts one only as an alias
+    # (`test_an_empty_quoted_alias_is_keyed`); between two values it is a syntax error (1064: a
+    # Hypothesis find, `UPDATE a=""``"" AND ...`, which the core keyed and no server logs).
+    assume(not any(t.kind == "quoted_ident" and not t.value for t in _core.sql_tokens(sql).tokens))
+    return sql
 
 
 def check_either_mode(sql: str, db: str) -> bool:
@@ -314,10 +325,10 @@ def check_either_mode(sql: str, db: str) -> bool:
     if _core.sql_tokens(sql).error is None:
         return check(sql, db)
     plain = sql.replace("\\", "\\\\")
-    key = statement_key(sql.encode("utf-8", "surrogateescape"))
+    key = key_of(sql.encode("utf-8", "surrogateescape"))
     if key is None or _core.sql_tokens(plain).error is not None:
         return False
-    assert statement_key(plain.encode("utf-8", "surrogateescape")) == key, sql
+    assert key_of(plain.encode("utf-8", "surrogateescape")) == key, sql
     return check(plain, db)
 
 
@@ -327,6 +338,13 @@ def test_statements_with_literals_agree(sql, db):
     """Whatever the literals hold and whatever stands outside them, a key the core reads is the
     Python parser's."""
     check_either_mode(sql, db)
+
+
+def test_an_empty_quoted_alias_is_keyed():
+    """MariaDB 10.11 runs and logs `INSERT INTO u SELECT '' ``, 1 FROM u` (an empty alias; `` as a
+    table is 1103, as a column 1054): the core keys it as the server applies it, to `u`, a text the
+    Python parser does not read (so the property tests above draw no empty quoted name)."""
+    assert key_of(b"INSERT INTO u SELECT '' ``, 1 FROM u WHERE b=1") == (_core.KIND_INSERT_SELECT, None, b"u")
 
 
 def test_a_literal_closed_only_without_escapes():
@@ -351,8 +369,8 @@ def test_a_key_read_as_the_query_says_is_the_parsers(sql, db):
     client character set whose backslash byte is always one (utf8mb4, latin1...), the walk reads
     each literal that one way (`'O\\'Brien'`, `'café\\'s'`): a key it reads then is the Python
     parser's, whose lexer reads escapes too, and a text that reading leaves open is declined."""
-    key = statement_key(sql.encode("utf-8", "surrogateescape"), escaped=True)
-    either = statement_key(sql.encode("utf-8", "surrogateescape"))
+    key = key_of(sql.encode("utf-8", "surrogateescape"), escaped=True)
+    either = key_of(sql.encode("utf-8", "surrogateescape"))
     if either is not None:  # held to the parser by the tests above
         assert key == either, sql  # reading one way keys every text both readings key, alike
     elif key is not None:
@@ -364,7 +382,7 @@ def test_a_key_read_as_the_query_says_is_the_parsers(sql, db):
     "UPDATE t SET a='O\\'Brien -- x'", "INSERT INTO t VALUES ('café\\'s', 'é')", "UPDATE t SET a='é\\'' WHERE id=1",
 ])
 def test_apostrophes_are_keyed_when_the_query_says_escapes(sql):
-    assert statement_key(sql.encode()) is None
+    assert key_of(sql.encode()) is None
     assert check(sql, "db", escaped=True)
 
 
@@ -387,7 +405,7 @@ def test_values_in_literals_are_keyed(sql):
     "UPDATE t SET a='x' WHERE b IN (SELECT 1)", "DELETE FROM t WHERE a='é' RETURNING a",
 ])
 def test_what_literals_do_not_settle_is_declined(sql):
-    assert statement_key(sql.encode()) is None
+    assert key_of(sql.encode()) is None
 
 
 def test_a_query_inside_a_literal_reads_no_table():
@@ -395,4 +413,4 @@ def test_a_query_inside_a_literal_reads_no_table():
     `statement_tables`) reads none."""
     sql = "INSERT INTO t (a) VALUES ('select * from u where a=1 -- ')"
     assert statement_tables(sql, "db").read == ()
-    assert statement_key(sql.encode()) == (_core.KIND_INSERT, None, b"t")
+    assert key_of(sql.encode()) == (_core.KIND_INSERT, None, b"t")

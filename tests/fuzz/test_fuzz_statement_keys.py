@@ -38,8 +38,8 @@ WORDS = ["INSERT", "REPLACE", "UPDATE", "DELETE", "INTO", "FROM", "SET", "VALUES
 @given(st.binary(max_size=200))
 def test_any_bytes_give_a_key_or_none(raw):
     key = _core.statement_key(raw)
-    assert key is None or (key[0] in (_core.KIND_INSERT, _core.KIND_REPLACE, _core.KIND_UPDATE, _core.KIND_DELETE)
-                           and key[2])
+    assert key is None or (key.kind in (_core.KIND_INSERT, _core.KIND_REPLACE, _core.KIND_UPDATE, _core.KIND_DELETE)
+                           and key.table)
 
 
 @FUZZ

@@ -35,14 +35,14 @@ def _parts_with_fde(index) -> set[int]:
 def _listed(index) -> list[tuple[int, str, bool | None, str | None]]:
     """`UnitIndex.lone_queries` unit by unit: (k, db, plain, SQL), SQL None for a plain one.
     Each plain group is one database's, in ascending unit order, and no unit is listed twice."""
-    plain, others = index.lone_queries()
-    out = [(k, db, p, sql) for k, db, p, sql in others]
+    found = index.lone_queries()
+    out = [(q.unit, q.db, q.plain, q.sql) for q in found.others]
     assert all(p is not True for _, _, p, _ in out)
-    assert len({db for db, _ in plain}) == len(plain)
-    for db, ks in plain:
-        ks = memoryview(ks).cast("I").tolist()
+    assert len({g.db for g in found.plain}) == len(found.plain)
+    for g in found.plain:
+        ks = memoryview(g.units).cast("I").tolist()
         assert ks == sorted(set(ks)) and ks
-        out += [(k, db, True, None) for k in ks]
+        out += [(k, g.db, True, None) for k in ks]
     assert len({k for k, *_ in out}) == len(out)
     return out
 

@@ -111,11 +111,11 @@ def test_the_walks_gtid_marks_are_the_cores_marks_of_its_bytes(row_series):
     keeps = [bytes(db == d for d, _ in scanner.names) for db in dbs]
     i, checked = 0, 0
     while i < len(scan.units):
-        nxt, outs, *_ = split_route(scanner.core, data, i, keeps, [True] * len(keeps), [0] * len(keeps))
-        for out, _ends, marks in outs:
-            assert marks == gtid_marks(out, 0, len(out))
-            checked += bool(out)
-        i = max(nxt, i + 1)
+        routed = split_route(scanner.core, data, i, keeps, [True] * len(keeps), [0] * len(keeps))
+        for output in routed.outputs:
+            assert output.gtid_marks == gtid_marks(output.out, 0, len(output.out))
+            checked += bool(output.out)
+        i = max(routed.next, i + 1)
     assert checked > 3
 
 

@@ -1,13 +1,11 @@
-//! The calls' named results: frozen classes with a getter per field. Each still reads as the
-//! tuple it replaced (`len()`, indexing, unpacking give the fields in order), so a caller may
-//! unpack it; new code reads the fields by name.
+//! The calls' named results: frozen classes with a getter per field, read by name.
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-/// Frozen pyclasses, each `$name` (Python name `$py`) with a getter per field and the tuple
-/// protocol over its fields in order; and `add_records`, which adds them all to the module. A
-/// field's stub type is its Rust type's, or the one after `as` (a list's items: `Vec<T>`).
+/// Frozen pyclasses, each `$name` (Python name `$py`) with a getter per field and a repr naming
+/// them; and `add_records`, which adds them all to the module. A field's stub type is its Rust
+/// type's, or the one after `as` (a list's items: `Vec<T>`).
 macro_rules! records {
     ($($(#[doc = $doc:literal])* $name:ident = $py:literal {
         $($(#[doc = $fdoc:literal])* $field:ident: $ty:ty $(as $stub:ty)?,)*
@@ -22,59 +20,13 @@ macro_rules! records {
         #[cfg(feature = "stubs")]
         super::stubs::record!($name = $py, [$($doc),*] { $($field: $ty $(as $stub)?, [$($fdoc),*];)* });
 
-        impl $name {
-            /// The fields in order, as a tuple.
-            fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, ::pyo3::types::PyTuple>> {
-                ::pyo3::types::PyTuple::new(py, [$(::pyo3::IntoPyObjectExt::into_bound_py_any(&self.$field, py)?),*])
-            }
-        }
-
         #[pymethods]
         impl $name {
-            fn __len__(&self) -> usize {
-                [$(stringify!($field)),*].len()
-            }
-
-            /// An index or a slice, as of the tuple.
-            fn __getitem__<'py>(
-                &self,
-                py: Python<'py>,
-                index: &Bound<'py, PyAny>,
-            ) -> PyResult<Bound<'py, PyAny>> {
-                self.fields(py)?.as_any().get_item(index)
-            }
-
-            fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, ::pyo3::types::PyIterator>> {
-                self.fields(py)?.try_iter()
-            }
-
-            /// Equal to a record of its class, or to a tuple, with the same fields.
-            fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
-                match other.cast::<Self>() {
-                    Ok(record) => self.fields(py)?.eq(record.get().fields(py)?),
-                    Err(_) => self.fields(py)?.eq(other),
-                }
-            }
-
-            /// A record hashes as its fields' tuple (unhashable where a field is a list).
-            fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-                self.fields(py)?.hash()
-            }
-
-            /// Pickled as the tuple of its fields (what it replaced), for a process boundary.
-            fn __reduce__<'py>(
-                &self,
-                py: Python<'py>,
-            ) -> PyResult<(Bound<'py, ::pyo3::types::PyType>, (Bound<'py, ::pyo3::types::PyTuple>,))> {
-                Ok((py.get_type::<::pyo3::types::PyTuple>(), (self.fields(py)?,)))
-            }
-
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-                let values = self.fields(py)?;
-                let mut parts = Vec::new();
-                for (name, value) in [$(stringify!($field)),*].iter().zip(values.iter()) {
-                    parts.push(format!("{name}={}", value.repr()?));
-                }
+                let parts = [$(format!(
+                    concat!(stringify!($field), "={}"),
+                    ::pyo3::IntoPyObjectExt::into_bound_py_any(&self.$field, py)?.repr()?
+                )),*];
                 Ok(format!("{}({})", $py, parts.join(", ")))
             }
         }
@@ -468,8 +420,6 @@ records! {
         next: usize,
         /// RouteOutput per output.
         outputs: Py<PyList> as Vec<RouteOutput>,
-        /// Units written to two counted outputs or more.
-        multi: u64,
         /// Units no output keeps.
         none: u64,
     }

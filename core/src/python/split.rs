@@ -14,12 +14,12 @@ use crate::{split, split_mysql};
 
 /// Routes the last `units` call's units from `start` on into one copy per output (`keeps`: one
 /// keep byte per name id for each output; `counted`: the outputs counted as written for
-/// `multi`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
+/// `none`; `bases`: each output's offset added to its unit ends). With `stmt_keeps` (one keep
 /// byte per key id of the scanner's `statement_units` for each output, the keep vocabulary,
 /// keep.rs), statement units are routed by their keys too; `framing`: a framing Query may be
 /// copied as it is. `schemas` (by schema: each output's schema, utf-8) gives a MySQL copy's
-/// BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the next unit index, a RouteOutput per output, units
-/// written to two counted outputs or more, units no output keeps.
+/// BEGIN its output's schema as default database (split_mysql.rs). Returns a SplitRoute: the
+/// next unit index, a RouteOutput per output, units no counted output keeps.
 #[stub]
 #[pyfunction]
 #[pyo3(signature = (scanner, buf, start, keeps, counted, bases, stmt_keeps = None, framing = false, schemas = None))]
@@ -86,7 +86,6 @@ pub(super) fn split_route<'py>(
     Ok(SplitRoute {
         next: r.next,
         outputs: outs.unbind(),
-        multi: r.multi,
         none: r.none,
     })
 }

@@ -1,10 +1,7 @@
 //! The stub's declarations pyo3-stub-gen's attributes do not make (feature `stubs`, `make stubs`):
-//! the named records' classes (their fields' list types and tuple protocol), the module's
-//! constants as `Final`, its docstring, and `stub_info`, which the stub_gen binary prints.
+//! the named records' classes (their fields' list types), the module's constants as `Final`, its
+//! docstring, and `stub_info`, which the stub_gen binary prints.
 
-use pyo3_stub_gen::type_info::{
-    MethodInfo, MethodType, ParameterDefault, ParameterInfo, ParameterKind,
-};
 use pyo3_stub_gen::{PyStubType, StubInfo, TypeInfo};
 
 pyo3_stub_gen::module_doc!(
@@ -12,10 +9,10 @@ pyo3_stub_gen::module_doc!(
     "{}",
     "The compiled core (core/, Rust + PyO3): the per-event byte work behind one extension module.
 Calls are made per buffer, never per event; unit records come back packed (little-endian u64
-words) for memoryview, and the calls' results as named, frozen records that also unpack as the
-tuples they replaced. Generated from core/src/python/ by `make stubs` (pyo3-stub-gen);
-tests/test_layout.py checks it is what the Rust makes, `make lint`'s stubtest that each name,
-parameter (name, kind, default) and class (final at run time) is the binding's."
+words) for memoryview, and the calls' results as named, frozen records read by field.
+Generated from core/src/python/ by `make stubs` (pyo3-stub-gen); tests/test_layout.py checks it
+is what the Rust makes, `make lint`'s stubtest that each name, parameter (name, kind, default)
+and class (final at run time) is the binding's."
 );
 
 /// What dumpfilter._core declares, gathered from every attribute of the crate.
@@ -37,53 +34,8 @@ impl PyStubType for FinalInt {
     }
 }
 
-/// The Python type a value of stub type T is.
-fn of<T: PyStubType>() -> TypeInfo {
-    T::type_output()
-}
-
-/// `typing.Iterator[typing.Any]`: what iterating a record gives.
-fn any_iterator() -> TypeInfo {
-    TypeInfo::with_module("typing.Iterator[typing.Any]", "typing".into())
-}
-
-/// The tuple protocol every record has (results.rs): len(), indexing, iterating, hashing.
-pub(super) const RECORD_METHODS: &[MethodInfo] = &[
-    method("__len__", &[], of::<usize>),
-    method(
-        "__getitem__",
-        &[ParameterInfo {
-            name: "index",
-            kind: ParameterKind::PositionalOnly,
-            type_info: of::<usize>,
-            default: ParameterDefault::None,
-        }],
-        TypeInfo::any,
-    ),
-    method("__iter__", &[], any_iterator),
-    method("__hash__", &[], of::<isize>),
-];
-
-const fn method(
-    name: &'static str,
-    parameters: &'static [ParameterInfo],
-    r#return: fn() -> TypeInfo,
-) -> MethodInfo {
-    MethodInfo {
-        name,
-        parameters,
-        r#return,
-        doc: "",
-        r#type: MethodType::Instance,
-        is_async: false,
-        deprecated: None,
-        type_ignored: None,
-        is_overload: false,
-    }
-}
-
 /// A record's class for the stub (see results::records): its docstring, a property per field
-/// (typed `$stub` where given, else by its Rust type), the tuple protocol.
+/// (typed `$stub` where given, else by its Rust type).
 macro_rules! record {
     ($name:ident = $py:literal, [$($doc:literal),*] {
         $($field:ident: $ty:ty $(as $stub:ty)?, [$($fdoc:literal),*];)*
@@ -114,19 +66,6 @@ macro_rules! record {
                 has_hash: false,
                 has_str: false,
                 subclass: false,
-            }
-        }
-
-        ::pyo3_stub_gen::inventory::submit! {
-            ::pyo3_stub_gen::type_info::PyMethodsInfo {
-                struct_id: ::std::any::TypeId::of::<$name>,
-                attrs: &[],
-                getters: &[],
-                setters: &[],
-                methods: super::stubs::RECORD_METHODS,
-                file: file!(),
-                line: line!(),
-                column: column!(),
             }
         }
     };
