@@ -4,8 +4,10 @@ of DIR to its end, over the master's own segments (a SegmentCache, read by the p
 reads them here), with the thread CPU spent in the count of each segment (`bandwidth._count_units`:
 the count walks, forms, tallies; not the scan, which the streams share in a master). `--out FILE`
 writes every candidate's totals, by hour, minute, table and statement (JSON), to compare two builds' counts.
+`--passes N` counts N times in one process, each with a new board, as a live master's later passes
+count with what the first left (its rule sets' keep tables); `--out` then writes FILE.1 .. FILE.N.
 
-    python -m bench.diag_shadow_count DIR [--out FILE]
+    python -m bench.diag_shadow_count DIR [--out FILE] [--passes N]
     valgrind --tool=callgrind --toggle-collect=sys_call_tracing python -m bench.diag_shadow_count DIR
 """
 
@@ -38,9 +40,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--passes", type=int, default=1)
     args = parser.parse_args()
-    cache = SegmentCache(args.dir)
-    board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
     spent = [0.0]
     count_units = bandwidth._count_units
 
@@ -54,20 +55,28 @@ def main() -> None:
             spent[0] += time.thread_time() - started
 
     bandwidth._count_units = timed  # type: ignore[assignment]
-    board.add(parse_topology(candidates_toml()), None, from_start=True)
-    started = time.process_time()
-    board.count()
-    print(f"64 candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
-          f"counting {spent[0]:.2f} s (thread CPU of the segments' counts)")
-    if args.out:
-        totals = {c.spec.name: {"totals": {k: str(v) for k, v in c.total.counts.as_row().items()},
-                                "by_hour": sorted(c.total.by_hour.items()),
-                                "by_minute": sorted((c.total.by_minute or {}).items()),
-                                "tables": sorted((str(k), v) for k, v in c.total.tables.items()),
-                                "statements": sorted((str(k), str(v)) for k, v in c.total.statements.items())}
-                  for c in board.candidates.values() if c.total is not None}
-        args.out.write_text(json.dumps(totals, sort_keys=True))
+    for k in range(args.passes):
+        cache = SegmentCache(args.dir)
+        board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
+        board.add(parse_topology(candidates_toml()), None, from_start=True)
+        spent[0] = 0.0
+        started = time.process_time()
+        board.count()
+        print(f"pass {k + 1}: 64 candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
+              f"counting {spent[0]:.2f} s (thread CPU of the segments' counts)")
+        if args.out:
+            _write(board, args.out if args.passes == 1 else args.out.with_name(f"{args.out.name}.{k + 1}"))
 
+
+def _write(board: ShadowBoard, out: Path) -> None:
+    """Every candidate's totals, by hour, minute, table and statement, as JSON in `out`."""
+    totals = {c.spec.name: {"totals": {k: str(v) for k, v in c.total.counts.as_row().items()},
+                            "by_hour": sorted(c.total.by_hour.items()),
+                            "by_minute": sorted((c.total.by_minute or {}).items()),
+                            "tables": sorted((str(k), v) for k, v in c.total.tables.items()),
+                            "statements": sorted((str(k), str(v)) for k, v in c.total.statements.items())}
+              for c in board.candidates.values() if c.total is not None}
+    out.write_text(json.dumps(totals, sort_keys=True))
 
 if __name__ == "__main__":
     main()
