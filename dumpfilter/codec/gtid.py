@@ -319,14 +319,18 @@ class MysqlGtidSet:
             if count > (len(body) - i) // 16:
                 raise GtidSetError(f"Previous_GTIDs: {count} intervals for {source} in {len(body) - i} bytes")
             spans = [[start, end] for start, end in struct.iter_unpack("<qq", body[i:i + 16 * count])]
-            # MySQL refuses an empty interval ("Malformed GTID_set encoding", Gtid_set::add_gtid_encoding)
-            empty = next((f"{a}-{b}" for a, b in spans if b <= a), None)
-            if empty is not None:
-                raise GtidSetError(f"GTID set: interval {empty} of {source} is empty")
+            # MySQL's Gtid_set::add_gtid_encoding refuses ("Malformed GTID_set encoding") an interval
+            # that is empty or does not start after the last one ended: within one sid's list the
+            # intervals are sorted, disjoint and not even adjacent, and gnos start at 1.
+            last = 0
+            for a, b in spans:
+                if a <= last or b <= a:
+                    raise GtidSetError(f"GTID set: interval {a}-{b} of {source} is "
+                                       + ("empty" if b <= a else f"not after {last} (unsorted, overlapping or adjacent)"))
+                last = b
             gathered.setdefault((source, tag), []).extend(spans)
             i += 16 * count
-        # A server writes them sorted and merged; a forged event need not be (MySQL refuses one
-        # out of order too: here it is normalised).
+        # One sid may come twice (MySQL adds both lists to the set): merged here.
         return cls({key: _normalised(ivs) for key, ivs in gathered.items()})
 
     def encode(self) -> bytes:

@@ -64,17 +64,28 @@ def test_issubset_agrees_with_plain_sets(mine, theirs):
     assert a.issubset(b) == (_gnos(a) <= _gnos(b))
 
 
-def test_a_forged_previous_gtids_body_is_normalised_or_refused():
+def test_a_forged_previous_gtids_body_is_merged_or_refused_as_mysql_does():
+    """Gtid_set::add_gtid_encoding: within one sid's list each interval must be non-empty and start
+    after the last one ended (sorted, disjoint, not adjacent; gnos from 1); one sid listed twice is
+    merged."""
     sid = uuid.UUID(UUID).bytes
-    body = struct.pack("<Q", 2) + sid + struct.pack("<Q", 3) + struct.pack("<qqqqqq", 10, 12, 1, 3, 3, 5) \
-        + sid + struct.pack("<Q", 1) + struct.pack("<qq", 20, 21)
-    assert MysqlGtidSet.decode(body).intervals == {(UUID, ""): [[1, 5], [10, 12], [20, 21]]}
+
+    def body(*lists: tuple[int, ...]) -> bytes:
+        out = struct.pack("<Q", len(lists))
+        for spans in lists:
+            out += sid + struct.pack("<Q", len(spans) // 2) + struct.pack(f"<{len(spans)}q", *spans)
+        return out
+
+    assert MysqlGtidSet.decode(body((1, 3, 4, 5, 10, 12), (3, 4, 20, 21))).intervals == \
+        {(UUID, ""): [[1, 5], [10, 12], [20, 21]]}
     short = struct.pack("<Q", 1) + sid + struct.pack("<Q", 1 << 40) + b"\0" * 32
     with pytest.raises(GtidSetError, match="intervals"):
         MysqlGtidSet.decode(short)
-    empty = struct.pack("<Q", 1) + sid + struct.pack("<Q", 2) + struct.pack("<qqqq", 1, 3, 7, 7)
-    with pytest.raises(GtidSetError, match="interval 7-7 .* is empty"):  # as MySQL refuses it
-        MysqlGtidSet.decode(empty)
+    with pytest.raises(GtidSetError, match="interval 7-7 .* is empty"):
+        MysqlGtidSet.decode(body((1, 3, 7, 7)))
+    for spans, last in (((10, 12, 1, 3), 12), ((1, 3, 3, 5), 3), ((1, 4, 2, 6), 4), ((0, 2), 0), ((-5, 2), 0)):
+        with pytest.raises(GtidSetError, match=f"is not after {last} "):
+            MysqlGtidSet.decode(body(spans))
 
 
 def test_too_many_intervals_and_gnos_out_of_range_are_typed_errors():
