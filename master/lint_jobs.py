@@ -42,7 +42,7 @@ from dumpfilter.binlogs import binlog_paths
 from dumpfilter.binlogs.lint import Look
 from dumpfilter.binlogs.lint_worker import (CHECKPOINT_BYTES, DONE, ENDED, FAILED, LINT_WARNINGS, LOST,  # noqa: F401
                                             MAX_QUEUED, NOT_RUN,
-                                            Job as _Job, Worker as _Worker, restarts, worker as _worker)
+                                            Job as _Job, Worker as _Worker, worker as _worker)
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
@@ -423,11 +423,6 @@ class LintJobs:
                 ids.setdefault(sub.key, []).append(server_id)
             return [RuleSetLint(f.fid, tuple(sorted(ids.get(key, ()))), self._status(f, snapshot))
                     for key, f in self.followers.items()]
-
-    @staticmethod
-    def worker_restarts() -> int:
-        """Times this process's lint worker was started again after it ended (every master's)."""
-        return restarts()
 
     def take(self, server_id: int) -> list[str]:
         """The slave's warnings not yet told: all of them the first time they are ready, then the
