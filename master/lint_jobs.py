@@ -261,7 +261,7 @@ class LintJobs:
         return []
 
     def _start(self, follower: _Follower, check: Callable[[int], None] | None = None) -> str:
-        """Under self.lock: queues the follower's first look; '' or why it cannot be."""
+        """Under self.lock: queues the first look of a follower just made; '' or why it cannot be."""
         snapshot = self._snapshot()
         if isinstance(snapshot, str):
             return snapshot
@@ -277,9 +277,6 @@ class LintJobs:
                           if f.account == follower.account and f.state == PENDING and f.job is not None))
         except ResourceExhaustedError as exc:
             return str(exc)
-        follower.state, follower.position, follower.seen = PENDING, None, None
-        follower.breaks, follower.found, follower.started = [], 0, False
-        follower.checkpoint, follower.crashes, follower.diverges = b"", 0, 0
         job = _Job(self, follower, (follower.fid, follower.first, snapshot, self.max_bytes), _end(snapshot))
         if not _worker().put(job):
             return f"{MAX_QUEUED} lint jobs are already queued"
