@@ -201,16 +201,12 @@ class LintJobs:
         self.bytes_scanned = 0  # of bytes_read, those read and scanned, not taken from the worker's kept scans
         self.wake = threading.Event()
         self.stopped = threading.Event()
-        self.watch: DirectoryWatch | None = None
+        self.watch: DirectoryWatch | None = None  # the master's: a look again at each change of the binlog directory
         self.thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
         return self.max_bytes > 0
-
-    def follow(self, watch: DirectoryWatch) -> None:
-        """Look again whenever the binlog directory changes (the master's watch)."""
-        self.watch = watch
 
     def _snapshot(self) -> list[tuple[str, int]] | str:
         """The binlog as it is now ((path, size) per file), or why it cannot be linted."""
