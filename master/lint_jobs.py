@@ -42,7 +42,7 @@ from dumpfilter.binlogs import binlog_paths
 from dumpfilter.binlogs.lint import Look
 from dumpfilter.binlogs.lint_worker import (CHECKPOINT_BYTES, DONE, ENDED, FAILED, LINT_WARNINGS, LOST,  # noqa: F401
                                             MAX_QUEUED, NOT_RUN,
-                                            Job as _Job, Worker as _Worker, restarts, worker as _worker)
+                                            Job as _Job, Worker as _Worker, worker as _worker)
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
@@ -201,16 +201,12 @@ class LintJobs:
         self.bytes_scanned = 0  # of bytes_read, those read and scanned, not taken from the worker's kept scans
         self.wake = threading.Event()
         self.stopped = threading.Event()
-        self.watch: DirectoryWatch | None = None
+        self.watch: DirectoryWatch | None = None  # the master's: a look again at each change of the binlog directory
         self.thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
         return self.max_bytes > 0
-
-    def follow(self, watch: DirectoryWatch) -> None:
-        """Look again whenever the binlog directory changes (the master's watch)."""
-        self.watch = watch
 
     def _snapshot(self) -> list[tuple[str, int]] | str:
         """The binlog as it is now ((path, size) per file), or why it cannot be linted."""
@@ -261,7 +257,7 @@ class LintJobs:
         return []
 
     def _start(self, follower: _Follower, check: Callable[[int], None] | None = None) -> str:
-        """Under self.lock: queues the follower's first look; '' or why it cannot be."""
+        """Under self.lock: queues the first look of a follower just made; '' or why it cannot be."""
         snapshot = self._snapshot()
         if isinstance(snapshot, str):
             return snapshot
@@ -277,9 +273,6 @@ class LintJobs:
                           if f.account == follower.account and f.state == PENDING and f.job is not None))
         except ResourceExhaustedError as exc:
             return str(exc)
-        follower.state, follower.position, follower.seen = PENDING, None, None
-        follower.breaks, follower.found, follower.started = [], 0, False
-        follower.checkpoint, follower.crashes, follower.diverges = b"", 0, 0
         job = _Job(self, follower, (follower.fid, follower.first, snapshot, self.max_bytes), _end(snapshot))
         if not _worker().put(job):
             return f"{MAX_QUEUED} lint jobs are already queued"
@@ -423,11 +416,6 @@ class LintJobs:
                 ids.setdefault(sub.key, []).append(server_id)
             return [RuleSetLint(f.fid, tuple(sorted(ids.get(key, ()))), self._status(f, snapshot))
                     for key, f in self.followers.items()]
-
-    @staticmethod
-    def worker_restarts() -> int:
-        """Times this process's lint worker was started again after it ended (every master's)."""
-        return restarts()
 
     def take(self, server_id: int) -> list[str]:
         """The slave's warnings not yet told: all of them the first time they are ready, then the

@@ -53,7 +53,7 @@ class DumpService(SlaveRegistry):
         # Streams at the binlog's end wait for its next change here (inotify; the safety-net
         # poll only where inotify is unavailable): no stream sleeps on a timer while a slave waits.
         self.watch = DirectoryWatch(self.binlog_dir, safety_poll=safety_poll)
-        self.lint.follow(self.watch)  # lint follows the binlog as it grows (master.lint_jobs)
+        self.lint.watch = self.watch  # lint follows the binlog as it grows (master.lint_jobs)
         self.batch_bytes = batch_bytes
         self.live_streams = 0  # streams running now (`stream`'s generators entered and not ended)
         self.cpus = CPUS  # see crowded

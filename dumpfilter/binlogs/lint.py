@@ -1,5 +1,5 @@
-"""`dumpfilter lint` over binlog files on disk: reads them in order through the codec's reader and
-grouping, and hands each transaction to dumpfilter.rules.lint. `new_linter` is the one way every
+"""`dumpfilter lint` over binlog files on disk: read in order by binlogs.lint_scan's compiled scan,
+the units that may matter handed to dumpfilter.rules.lint. `new_linter` is the one way every
 lint is set up (`lint`, `verify`, `simulate`'s lint column, the master's lint at Register)."""
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def lint_files(paths: Iterable[Path], rules: RuleSet, settings: Settings, schema
     either schema, tables the binlog never created are taken to exist. One compiled scan; only the
     units that may matter are decoded and fed to the Linter (binlogs.lint_scan): the breaks
     the Linter gives fed every unit. `stop_at_cut`: see lint_scan (the result's `cut`)."""
-    return lint_scan(paths, [new_linter(rules, settings, schema, replica_schema)],
+    return lint_many(paths, [(rules, settings)], schema, replica_schema=replica_schema,
                      verify_checksums=verify_checksums, stop_at_cut=stop_at_cut)[0]
 
 

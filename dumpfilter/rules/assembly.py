@@ -87,7 +87,7 @@ def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, 
                 per = startup_channels.setdefault(channel, {})
                 per[rule_type] = per.get(rule_type, ()) + values
     startup = StartupFilters(RuleSet(**startup_global), startup_channels)
-    registry = FilterRegistry.from_startup(startup, channels, settings)
+    registry = FilterRegistry.from_startup(startup, channels)
     for change in texts:
         extra_changes = [(t, r) for t, r in change.changes if t in EXTRA_TYPES]
         for rule_type, replaced in extra_changes:

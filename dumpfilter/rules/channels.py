@@ -8,10 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from dumpfilter.errors import RuleError
-from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import FilterChange, StartupFilters, parse_filter_statement
-from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, RuleValues, Settings, filter_name
+from dumpfilter.rules.ruleset import REPLICATE_TYPES, RuleSet, RuleValues, filter_name
 
 GROUP_REPLICATION_CHANNELS = ("group_replication_applier", "group_replication_recovery")
 
@@ -40,48 +38,27 @@ class FilterEntry:
 @dataclass
 class ChannelFilters:
     name: str
-    settings: Settings
     entries: dict[str, FilterEntry] = field(default_factory=dict)
-    _engine: RuleEngine | None = None
 
     @property
     def rules(self) -> RuleSet:
         return RuleSet(**{rule_type: entry.rules for rule_type, entry in self.entries.items()})
 
-    @property
-    def engine(self) -> RuleEngine:
-        if self._engine is None:
-            self._engine = RuleEngine(self.rules, self.settings)
-        return self._engine
-
-    def set_entry(self, rule_type: str, entry: FilterEntry) -> None:
-        self.entries[rule_type] = entry
-        self._engine = None  # rules changed: cached per-table decisions are void
-
-    def count(self, decision: Decision) -> Decision:
-        """COUNTER: do/ignore-db on a match, table types when decisive, rewrite when a name is rewritten."""
-        for name in decision.counted:
-            rule_type = name.removeprefix("REPLICATE_").lower()
-            if rule_type in self.entries:
-                self.entries[rule_type].counter += 1
-        return decision
-
 
 class FilterRegistry:
     """The replica's global filters and its channels' filters (CHANGE REPLICATION FILTER)."""
 
-    def __init__(self, settings: Settings | None = None, clock: Callable[[], dt.datetime] | None = None) -> None:
-        self.settings = settings or Settings()
+    def __init__(self, clock: Callable[[], dt.datetime] | None = None) -> None:
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
         self.global_entries: dict[str, FilterEntry] = {}
         self.channels: dict[str, ChannelFilters] = {}
         self.warnings: list[str] = []
 
     @classmethod
-    def from_startup(cls, startup: StartupFilters, channels: Iterable[str], settings: Settings | None = None,
+    def from_startup(cls, startup: StartupFilters, channels: Iterable[str],
                      clock: Callable[[], dt.datetime] | None = None) -> FilterRegistry:
         """Server start: global rules, then every existing channel; rules for unknown channels are discarded."""
-        registry = cls(settings, clock)
+        registry = cls(clock)
         now = registry.clock()
         for rule_type in REPLICATE_TYPES:
             rules = getattr(startup.global_rules, rule_type)
@@ -104,14 +81,14 @@ class FilterRegistry:
     def create_channel(self, name: str, startup_rules: dict[str, RuleValues] | None = None) -> ChannelFilters:
         """CHANGE REPLICATION SOURCE ... FOR CHANNEL: each type with no channel rule copies the global one."""
         now = self.clock()
-        channel = ChannelFilters(name, self.settings)
+        channel = ChannelFilters(name)
         for rule_type, rules in (startup_rules or {}).items():
             if rule_type in REPLICATE_TYPES:
-                channel.set_entry(rule_type, FilterEntry(rules, ConfiguredBy.STARTUP_OPTIONS_FOR_CHANNEL, now))
+                channel.entries[rule_type] = FilterEntry(rules, ConfiguredBy.STARTUP_OPTIONS_FOR_CHANNEL, now)
         if name not in GROUP_REPLICATION_CHANNELS:
             for rule_type, entry in self.global_entries.items():
                 if rule_type not in channel.entries:
-                    channel.set_entry(rule_type, entry.copy(now))
+                    channel.entries[rule_type] = entry.copy(now)
         self.channels[name] = channel
         return channel
 
@@ -125,14 +102,13 @@ class FilterRegistry:
                 raise RuleError(f"FOR CHANNEL '{change.channel}': filters are not allowed on group replication "
                                 f"channels (ER_SLAVE_CHANNEL_OPERATION_NOT_ALLOWED)")
             for rule_type, rules in change.changes:
-                channel.set_entry(rule_type, FilterEntry(rules, ConfiguredBy.CHANGE_REPLICATION_FILTER_FOR_CHANNEL,
-                                                         now))
+                channel.entries[rule_type] = FilterEntry(rules, ConfiguredBy.CHANGE_REPLICATION_FILTER_FOR_CHANNEL, now)
             return
         for rule_type, rules in change.changes:
             self.global_entries[rule_type] = FilterEntry(rules, ConfiguredBy.CHANGE_REPLICATION_FILTER, now)
             for channel in self.channels.values():
                 if channel.name not in GROUP_REPLICATION_CHANNELS:
-                    channel.set_entry(rule_type, FilterEntry(rules, ConfiguredBy.CHANGE_REPLICATION_FILTER, now))
+                    channel.entries[rule_type] = FilterEntry(rules, ConfiguredBy.CHANGE_REPLICATION_FILTER, now)
 
     def _channel(self, name: str) -> ChannelFilters:
         if name not in self.channels:
@@ -141,14 +117,6 @@ class FilterRegistry:
 
     def rules_for(self, channel: str) -> RuleSet:
         return self._channel(channel).rules
-
-    def decide_statement(self, channel: str, sql: str, current_db: str | None) -> Decision:
-        filters = self._channel(channel)
-        return filters.count(filters.engine.decide_statement(sql, current_db))
-
-    def decide_table(self, channel: str, db: str, table: str) -> Decision:
-        filters = self._channel(channel)
-        return filters.count(filters.engine.decide_table(db, table))
 
     def applier_filters(self) -> list[dict[str, object]]:
         """Rows of performance_schema.replication_applier_filters (only configured types have a row)."""

@@ -23,9 +23,6 @@ class Cause:
     rule: str
     reason: str = ""
 
-    def to_json(self) -> dict[str, object]:
-        return asdict(self)
-
 
 @dataclass(frozen=True)
 class Break:

@@ -150,10 +150,6 @@ class FilterChange:
     channel: str | None = None
     binlog: str | None = None  # the name of a WL#2516 CHANGE BINLOG statement (it names no channel)
 
-    @property
-    def types(self) -> tuple[str, ...]:
-        return tuple(rule_type for rule_type, _ in self.changes)
-
     def apply(self, rules: RuleSet) -> RuleSet:
         """Listed types replace that type's rules; unlisted types stay as they were."""
         return rules.replace(**dict(self.changes))

@@ -38,6 +38,7 @@ from typing import cast
 from dataclasses import dataclass
 
 from dumpfilter import _core
+from dumpfilter.codec.event import decode_text
 from dumpfilter.rules.lazy_pattern import lazy_compile
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import may_be_stored
@@ -163,17 +164,13 @@ def _reach(sql: str, default: str) -> Reach | None:
     raw = sql.encode("utf-8", "surrogateescape")
     key = _core.statement_key(raw)
     if key is not None and _core.reaches_key_alone(raw):
-        return Reach(frozenset({(_text_of(key.db) if key.db is not None else default, _text_of(key.table))}))
+        return Reach(frozenset({(decode_text(key.db) if key.db is not None else default, decode_text(key.table))}))
     info = statement_tables(sql, default)
     core = _core_body(raw, info)
     return core if core is not None else _full(sql, default, info)
 
 
 _reach_cached = functools.lru_cache(maxsize=4096)(_reach)
-
-
-def _text_of(name: bytes) -> str:
-    return name.decode("utf-8", "surrogateescape")
 
 
 def _full(sql: str, default: str, info: StatementInfo) -> Reach | None:
@@ -277,10 +274,10 @@ def _core_body(raw: bytes, info: StatementInfo) -> Reach | None:
     if read is None:
         return None
     tables, schemas = _header(info)
-    texts = (_text_of(raw[start:end]) for start, end in zip(read.starts, read.ends))
+    texts = (decode_text(raw[start:end]) for start, end in zip(read.starts, read.ends))
     found, complete = _body(((text, _core.sql_tokens(text, ansi_quotes=True).tokens, len(text)) for text in texts),
                             body_db, trigger)
-    tables |= {(_text_of(t.db) if t.db is not None else body_db, _text_of(t.name)) for t in read.tables}
+    tables |= {(decode_text(t.db) if t.db is not None else body_db, decode_text(t.name)) for t in read.tables}
     return Reach(frozenset(tables | found), frozenset(schemas if complete else schemas | {body_db}))
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from dumpfilter import _core
+from dumpfilter.codec.event import decode_text
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 
@@ -24,13 +25,6 @@ class _Unparsed(Exception):
     """sqlglot does not read the references, or none of them is named: the statement is not parsed."""
 
 
-_UTF8, _RAW = "utf-8", "surrogateescape"  # a name's bytes as the binlog holds them
-
-
-def _text(raw: bytes) -> str:
-    return raw.decode(_UTF8, _RAW)
-
-
 def core_info(sql: str, default: str) -> StatementInfo | None:
     """The StatementInfo of `sql` under default database `default`, from the core's facts."""
     facts = _core.statement_facts(sql.encode("utf-8", "surrogateescape"))  # (as the binlog holds it)
@@ -42,7 +36,7 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
         return None
     if not facts.ctes:
         return info
-    ctes = {_text(c) for c in facts.ctes}
+    ctes = {decode_text(c) for c in facts.ctes}
 
     def real(ref: TableRef) -> bool:  # an unqualified CTE name is not a table
         return not (ref[0] == default and ref[1] in ctes)
@@ -59,12 +53,12 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
     refs, trigger, db_name, target = facts.refs, facts.trigger, facts.db_name, facts.target
 
     def name(ref: Name, db: str = default) -> TableRef:
-        return (ref.db.decode(_UTF8, _RAW) if ref.db is not None else db, ref.name.decode(_UTF8, _RAW))
+        return (decode_text(ref.db) if ref.db is not None else db, decode_text(ref.name))
 
     if kind in (Kind.UPDATE, Kind.DELETE_MULTI) and facts.refs_text is not None:
-        return _multi(kind, _reference_tables(_text(facts.refs_text), default, kind), facts, sql, name, default)
+        return _multi(kind, _reference_tables(decode_text(facts.refs_text), default, kind), facts, sql, name, default)
     if refs and kind in (Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE_MULTI):
-        joined = [(name(r.table), (_text(r.alias),) if r.alias else ()) for r in refs]
+        joined = [(name(r.table), (decode_text(r.alias),) if r.alias else ()) for r in refs]
         return _multi(kind, joined, facts, sql, name, default)
     if kind is Kind.CREATE_TRIGGER:
         assert trigger is not None  # (the core reads a CREATE TRIGGER's trigger)
@@ -79,9 +73,9 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         return StatementInfo(kind, updated=rename_tables(pairs), renames=pairs)
     if kind in (Kind.CREATE_DB, Kind.DROP_DB):
         assert db_name is not None  # (CREATE and DROP DATABASE name one)
-        return StatementInfo(kind, db_statement_name=_text(db_name), if_exists=facts.if_exists)
+        return StatementInfo(kind, db_statement_name=decode_text(db_name), if_exists=facts.if_exists)
     if kind is Kind.ALTER_DB:
-        return StatementInfo(kind, db_statement_name=_text(db_name) if db_name is not None else None)
+        return StatementInfo(kind, db_statement_name=decode_text(db_name) if db_name is not None else None)
     if kind in (Kind.ACCOUNT, Kind.ROUTINE, Kind.OTHER):
         what = (target.object, *name(target.name)) if target is not None else None
         writes = _writes(facts.writes, sql, what[1], name) if what is not None and what[0] == "FUNCTION" else None
@@ -91,18 +85,18 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         return StatementInfo(kind, trigger=name(trigger), if_exists=facts.if_exists)
     read_text, read = facts.read_text, facts.read
     if read_text is not None:  # INSERT ... SELECT, a view's query, a subquery: sqlglot's tables
-        reads = _read_tables(_text(read_text), default, exclude=tables)
+        reads = _read_tables(decode_text(read_text), default, exclude=tables)
     elif refs:  # CREATE ... SELECT: its FROM tables, less the new one
         reads = _reads(refs, name, exclude=tables)
     else:  # LIKE s: the source as named
         reads = tuple(map(name, read)) if read else ()
     columns, changes = facts.columns, facts.column_changes
     return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary, if_exists=facts.if_exists,
-                         columns=tuple(map(_text, columns)) if columns is not None else None,
+                         columns=tuple(map(decode_text, columns)) if columns is not None else None,
                          # ALTER TABLE's RENAME TO: a new name without a database is in the table's
                          renames=tuple((name(r.old), name(r.new, tables[0][0])) for r in facts.renames),
                          column_changes=None if changes is None else tuple(
-                             (None if c.old is None else _text(c.old), None if c.new is None else _text(c.new))
+                             (None if c.old is None else decode_text(c.old), None if c.new is None else decode_text(c.new))
                              for c in changes))
 
 
@@ -113,17 +107,17 @@ def _multi(kind: Kind, joined: Sequence[Joined], facts: _core.StatementFacts, sq
     FROM or JOIN, and hands sqlglot the text where they are more than its references."""
     qualifiers: list[tuple[str, ...] | None]
     if kind is Kind.DELETE_MULTI:
-        qualifiers = [tuple(_text(part) for part in target) for target in facts.targets]
+        qualifiers = [tuple(decode_text(part) for part in target) for target in facts.targets]
         columns: tuple[tuple[tuple[str, ...] | None, str], ...] = ()
     else:
         kind = Kind.UPDATE if len(joined) == 1 else Kind.UPDATE_MULTI
-        columns = tuple((tuple(_text(p) for p in sc.qualifier) if sc.qualifier is not None else None,
-                         _text(sc.column)) for sc in facts.set_columns)
+        columns = tuple((tuple(decode_text(p) for p in sc.qualifier) if sc.qualifier is not None else None,
+                         decode_text(sc.column)) for sc in facts.set_columns)
         qualifiers = [qualifier for qualifier, _ in columns]
     updated = tuple(key for key, _ in _resolve_targets(joined, qualifiers))
     aliases = {alias for _, names in joined for alias in names}  # (the delete targets' check)
     named = {names for ref in joined for names in ref_names(ref)}
-    read_text = None if facts.read_text is None else _text(facts.read_text)
+    read_text = None if facts.read_text is None else decode_text(facts.read_text)
     for qualifier in qualifiers if kind is Kind.DELETE_MULTI and read_text is None else ():
         # A DELETE target sqlglot lists as a table read (one naming no reference, or naming a
         # qualified one by its bare name) lands in the read list where sqlglot's tree puts it.
@@ -167,13 +161,13 @@ def _writes(writes: Sequence[_core.BodyWrite] | None, sql: str, db: str, name: N
     statement of its own (a multi-table UPDATE's targets resolved), None if it is not read."""
     if writes is None:
         return None
-    raw = sql.encode(_UTF8, _RAW)
+    raw = sql.encode("utf-8", "surrogateescape")  # (as the binlog holds it)
     out: dict[tuple[TableRef, str], None] = {}  # in body order, each once
     for w in writes:
         if w.table is not None:
             out[(name(w.table, db), w.event)] = None
             continue
-        info = core_info(_text(raw[w.start:w.end]), db)
+        info = core_info(decode_text(raw[w.start:w.end]), db)
         if info is None:
             return None
         out.update(((ref, event), None) for ref in info.updated for event in _FIRES.get(info.kind, ("UPDATE",)))

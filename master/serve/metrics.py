@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from dumpfilter.binlogs import lint_worker
 from dumpfilter.master.policy import OPEN, Identity
 from dumpfilter.master.read.schema_feed import order_key
 from dumpfilter.master.service import DumpService
@@ -299,7 +300,7 @@ class DumpServiceCollector:
                 state.add_metric([HIDDEN, name], hidden[name])
         restarts = CounterMetricFamily("dumpfilter_lint_worker_restarts",
                                        "Times the lint worker process was started again after it ended",
-                                       value=lint.worker_restarts())
+                                       value=lint_worker.restarts())
         yield from (offset, number, lag, files, state, breaks, diverges, shared, restarts)
 
 
