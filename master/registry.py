@@ -192,8 +192,7 @@ class SlaveRegistry:
         except ValueError as exc:
             raise RuleError(str(exc)) from None
         gate = self.policy.gate_for_identity(caller, reg.server_id) if self.policy else UNRESTRICTED
-        registry, extra = registry_from_requests(((s.channel, s.rules, s.text) for s in reg.filters), reg.channels,
-                                                 reg.settings)
+        registry, extra = registry_from_requests(((s.channel, s.rules, s.text) for s in reg.filters), reg.channels)
         adding = rule_count(registry, extra) + schema_items
         with self.lock:  # counted before they are compiled: the budget bounds that work too
             self._check_registered(caller, adding, schema_items, self.slaves.get(reg.server_id))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from dumpfilter.errors import RuleError
 from dumpfilter.rules.mycnf import startup_filters_from_file
 from dumpfilter.rules.parse import FilterChange, StartupFilters, apply_changes, parse_filter_statement
-from dumpfilter.rules.ruleset import ALL_TYPES, BINLOG_TYPES, REPLICATE_TYPES, RuleSet, RuleValues, Settings
+from dumpfilter.rules.ruleset import ALL_TYPES, BINLOG_TYPES, REPLICATE_TYPES, RuleSet, RuleValues
 
 if TYPE_CHECKING:  # imported where a registry is built: the CLI's rule options need no engine
     from dumpfilter.rules.channels import FilterRegistry
@@ -51,7 +51,7 @@ def channel_rules(startup: StartupFilters, statements: Iterable[str | FilterChan
 
 
 def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, str | None]],
-                           channels: tuple[str, ...], settings: Settings) -> tuple[FilterRegistry, dict[str, RuleValues]]:
+                           channels: tuple[str, ...]) -> tuple[FilterRegistry, dict[str, RuleValues]]:
     """A slave's channels and rules from what it asked for: (channel or None for global, structured
     rules, CHANGE statement text) per request, startup rules first, then the statements in order, as
     a replica applies --replicate-* options and then CHANGE REPLICATION FILTER. Returns the registry
