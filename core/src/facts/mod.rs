@@ -19,6 +19,7 @@ pub mod trigger;
 
 pub(crate) use crate::stmt::one_of;
 use lex::{upper, Cur, Kind, QName};
+use crate::stmt::framing;
 pub use refs::Ref;
 
 /// A column change of ALTER TABLE: (None, new) a column added, (old, None) one dropped, (old,
@@ -172,9 +173,12 @@ fn statement(cur: &mut Cur, verb: &[u8]) -> Option<Facts> {
         b"CALL" => objects::call(cur),
         b"SET" => Some(objects::set(cur)),
         b"INSTALL" | b"UNINSTALL" => Some(objects::plugin()),
-        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("TRANSACTION")),
+        // Only what a replica applies whatever its filters (stmt::framing, the raw text) is a
+        // transaction statement: "begin", " COMMIT", RELEASE SAVEPOINT or START TRANSACTION
+        // are judged like any statement (db_ok on the default database).
+        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("OTHER")),
         b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE" | b"XA" => {
-            Some(Facts::new("TRANSACTION"))
+            Some(Facts::new(if framing(cur.sql) { "TRANSACTION" } else { "OTHER" }))
         }
         b"DO" | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
         | b"PREPARE" | b"EXECUTE" | b"DEALLOCATE" | b"SHUTDOWN" => Some(Facts::new("OTHER")),
