@@ -382,7 +382,8 @@ pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option
 /// transaction's GTID groups (the only ones a server writes) past the filter: MySQL's list
 /// answers for both (a forged XA text in a plain MariaDB group is the one difference).
 pub fn framing(sql: &[u8]) -> bool {
-    let exact = |w: &[u8]| w.starts_with(sql) || (sql.starts_with(w) && sql.get(w.len()) == Some(&0));
+    let exact =
+        |w: &[u8]| w.starts_with(sql) || (sql.starts_with(w) && sql.get(w.len()) == Some(&0));
     const FOLDED: [&[u8]; 7] = [
         b"SAVEPOINT",
         b"ROLLBACK",
@@ -394,9 +395,10 @@ pub fn framing(sql: &[u8]) -> bool {
     ];
     exact(b"BEGIN")
         || exact(b"COMMIT")
-        || FOLDED
-            .iter()
-            .any(|w| sql.get(..w.len()).is_some_and(|p| p.eq_ignore_ascii_case(w)))
+        || FOLDED.iter().any(|w| {
+            sql.get(..w.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(w))
+        })
 }
 
 #[cfg(test)]
@@ -528,37 +530,6 @@ mod tests {
             "CREATE TABLE t (a int)",
         ] {
             assert_eq!(shape(sql), None, "{sql}");
-        }
-    }
-
-    #[test]
-    fn framing_is_is_trans_keyword() {
-        for yes in [
-            &b"COMMIT"[..],
-            b"BEGIN",
-            b"BEG",
-            b"",
-            b"BEGIN\0x",
-            b"savepoint `a`",
-            b"ROLLBACK TO `a`",
-            b"rollbackx",
-            b"xa end X'78',X'',1",
-        ] {
-            assert!(framing(yes), "{}", String::from_utf8_lossy(yes));
-        }
-        for no in [
-            &b"begin"[..],
-            b"COMMIT ",
-            b" COMMIT",
-            b"/*x*/COMMIT",
-            b"BEGINx",
-            b"RELEASE SAVEPOINT a",
-            b"SAVEPOIN",
-            b"XA RECOVER",
-            b"START TRANSACTION",
-            b"CREATE TABLE t (a int)",
-        ] {
-            assert!(!framing(no), "{}", String::from_utf8_lossy(no));
         }
     }
 }

@@ -71,11 +71,8 @@ class FilterResult:
 
 def framing_statement(sql: str) -> bool:
     """Whether a replica applies a Query with this text whatever its database filter: MySQL's
-    `Query_log_event::is_trans_keyword`, on the raw text (`_core.framing_statement`, stmt::framing:
-    "BEGIN"/"COMMIT" or a prefix of either, case-sensitive; SAVEPOINT, ROLLBACK and the XA forms
-    as prefixes in any case; no blank or comment skipped, so " COMMIT", "begin" and RELEASE
-    SAVEPOINT are judged like any statement). Every framing text opens with one of "BCSsRrXx" or
-    is empty: any other is answered without the core."""
+    `Query_log_event::is_trans_keyword` on the raw text, read by the core (stmt::framing, with its
+    quirks). A text opening with none of "BCSsRrXx" is answered without it."""
     return (not sql or sql[0] in "BCSsRrXx") and _core.framing_statement(sql.encode("utf-8", "surrogateescape"))
 
 

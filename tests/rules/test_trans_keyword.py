@@ -66,7 +66,8 @@ def test_framing_is_is_trans_keyword(sql):
     ("savepoint a", True), ("ROLLBACK TO `a`", True), ("rollback work", True), ("XA END X'78',X'',1", True),
     ("xa commit 'x'", True), ("begin", False), ("Commit", False), ("BEGIN ", False), (" COMMIT", False),
     ("/* c */ ROLLBACK", False), ("RELEASE SAVEPOINT a", False), ("START TRANSACTION", False),
-    ("XA RECOVER", False), ("XA  START 'x'", False), ("SAVEPOIN", False),
+    ("XA RECOVER", False), ("XA  START 'x'", False), ("SAVEPOIN", False), ("BEGIN\0x", True), ("rollbackx", True),
+    ("BEGINx", False), ("CREATE TABLE t (a INT)", False),
 ])
 def test_framing_words(sql, want):
     assert framing_statement(sql) is want

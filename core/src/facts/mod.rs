@@ -17,9 +17,9 @@ pub mod refs;
 pub mod script;
 pub mod trigger;
 
+use crate::stmt::framing;
 pub(crate) use crate::stmt::one_of;
 use lex::{upper, Cur, Kind, QName};
-use crate::stmt::framing;
 pub use refs::Ref;
 
 /// A column change of ALTER TABLE: (None, new) a column added, (old, None) one dropped, (old,
@@ -178,7 +178,11 @@ fn statement(cur: &mut Cur, verb: &[u8]) -> Option<Facts> {
         // are judged like any statement (db_ok on the default database).
         b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("OTHER")),
         b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE" | b"XA" => {
-            Some(Facts::new(if framing(cur.sql) { "TRANSACTION" } else { "OTHER" }))
+            Some(Facts::new(if framing(cur.sql) {
+                "TRANSACTION"
+            } else {
+                "OTHER"
+            }))
         }
         b"DO" | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
         | b"PREPARE" | b"EXECUTE" | b"DEALLOCATE" | b"SHUTDOWN" => Some(Facts::new("OTHER")),
