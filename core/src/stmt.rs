@@ -384,21 +384,16 @@ pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option
 pub fn framing(sql: &[u8]) -> bool {
     let exact =
         |w: &[u8]| w.starts_with(sql) || (sql.starts_with(w) && sql.get(w.len()) == Some(&0));
-    const FOLDED: [&[u8]; 7] = [
-        b"SAVEPOINT",
-        b"ROLLBACK",
-        b"XA START",
-        b"XA END",
-        b"XA PREPARE",
-        b"XA COMMIT",
-        b"XA ROLLBACK",
-    ];
+    let folded = |at: usize, w: &[u8]| {
+        sql.get(at..at + w.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(w))
+    };
+    let xa: [&[u8]; 5] = [b"START", b"END", b"PREPARE", b"COMMIT", b"ROLLBACK"];
     exact(b"BEGIN")
         || exact(b"COMMIT")
-        || FOLDED.iter().any(|w| {
-            sql.get(..w.len())
-                .is_some_and(|p| p.eq_ignore_ascii_case(w))
-        })
+        || folded(0, b"SAVEPOINT")
+        || folded(0, b"ROLLBACK")
+        || (folded(0, b"XA ") && xa.iter().any(|w| folded(3, w)))
 }
 
 #[cfg(test)]

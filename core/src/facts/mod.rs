@@ -176,15 +176,12 @@ fn statement(cur: &mut Cur, verb: &[u8]) -> Option<Facts> {
         // Only what a replica applies whatever its filters (stmt::framing, the raw text) is a
         // transaction statement: "begin", " COMMIT", RELEASE SAVEPOINT or START TRANSACTION
         // are judged like any statement (db_ok on the default database).
-        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("OTHER")),
-        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE" | b"XA" => {
-            Some(Facts::new(if framing(cur.sql) {
-                "TRANSACTION"
-            } else {
-                "OTHER"
-            }))
+        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"XA" if framing(cur.sql) => {
+            Some(Facts::new("TRANSACTION"))
         }
-        b"DO" | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
+        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("OTHER")),
+        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"XA" | b"RELEASE" | b"DO"
+        | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
         | b"PREPARE" | b"EXECUTE" | b"DEALLOCATE" | b"SHUTDOWN" => Some(Facts::new("OTHER")),
         _ => None,
     }
