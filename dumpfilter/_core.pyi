@@ -103,6 +103,7 @@ __all__ = [
     "body_reach",
     "class_sums",
     "foreign_log_pos",
+    "framing_statement",
     "gather",
     "gtid_marks",
     "heartbeat",
@@ -1523,6 +1524,12 @@ def class_sums(counts: bytearray, classes: bytes) -> builtins.dict[builtins.int,
 def foreign_log_pos(buf: bytes, off: builtins.int) -> builtins.bool:
     r"""
     Whether buf[off:] (a file's first bytes) holds another server's log_pos values: a relay log.
+    """
+
+def framing_statement(sql: bytes) -> builtins.bool:
+    r"""
+    Whether a replica applies a Query with this text (its bytes) whatever its database filter:
+    `transaction_filter.framing_statement` (see stmt::framing).
     """
 
 def gather(table: bytes, ids: bytes) -> bytes:

@@ -148,6 +148,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(last_timestamp, m)?)?;
     m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
     m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
+    m.add_function(wrap_pyfunction!(framing_statement, m)?)?;
     m.add_function(wrap_pyfunction!(schema_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(statement_key, m)?)?;
     m.add_function(wrap_pyfunction!(renumber, m)?)?;

@@ -252,7 +252,7 @@ fn framing_only(buf: &[u8], u: &Unit, f: LoneFormat) -> bool {
         let event = &raw[p..p + size];
         let framed = event[4] == XID
             || query_ranges(event, 0, f.query_post, f.crc_len)
-                .is_some_and(|(_, sql)| framing(&event[sql]) == Some(true));
+                .is_some_and(|(_, sql)| framing(&event[sql]));
         if !framed || is_placeholder(raw, p) {
             return false;
         }
@@ -291,10 +291,10 @@ fn mysql_placeholder_unit(
             holes += 1;
         } else {
             let framing_query = || {
-                let (_, sql) = query_ranges(event, 0, f.query_post, f.crc_len)?;
-                framing(&event[sql]).filter(|&yes| yes)
+                query_ranges(event, 0, f.query_post, f.crc_len)
+                    .is_some_and(|(_, sql)| framing(&event[sql]))
             };
-            if event[4] != XID && framing_query().is_none() {
+            if event[4] != XID && !framing_query() {
                 return None;
             }
             events += 1;
@@ -482,10 +482,9 @@ pub fn relay_ranges<'r>(
                     break 'take false;
                 };
                 if let Some((db, sql)) = lone_statement(buf, u, f) {
-                    // BEGIN, COMMIT, ...: the check keeps framing words whatever the rules. The
-                    // empty-transaction policy's COMMIT (one per skipped unit) needs no reading.
-                    let text = &buf[sql.clone()];
-                    if text != b"COMMIT" && framing(text) != Some(true) {
+                    // BEGIN, COMMIT, ...: the check keeps framing words whatever the rules (the
+                    // empty-transaction policy's COMMIT, one per skipped unit, among them).
+                    if !framing(&buf[sql.clone()]) {
                         plan.lone.push((i, db, sql));
                     }
                 } else if framing_only(buf, u, f) {

@@ -452,7 +452,7 @@ pub(crate) fn walk<'a>(
                 if let Some(shape) = dml_shape_read(&buf[sql.clone()], literals) {
                     content += 1;
                     out.push((Some(shape), from, nxt, n + 1, Some(db), Some(sql)));
-                } else if framing(&buf[sql]) == Some(true) && n == 0 {
+                } else if framing(&buf[sql]) && n == 0 {
                     out.push((None, from, nxt, 1, None, None));
                 } else {
                     return None;

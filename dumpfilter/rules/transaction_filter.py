@@ -15,7 +15,8 @@ from dumpfilter.codec.constants import (
 )
 from dumpfilter.errors import MalformedEventError
 from dumpfilter.codec.payload import repack_payload
-from dumpfilter.codec.transactions import CONTROL, statement_verb
+from dumpfilter import _core
+from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Decider
 
 KEEP, DROP = "keep", "drop"
@@ -27,19 +28,14 @@ PARTIAL = "partial"    # some content kept (ROW format can split a transaction)
 EMPTIED = "emptied"    # nothing kept; framing kept as an empty transaction
 SKIPPED = "skipped"    # nothing sent at all
 
-# Statements that frame a transaction and are never filtered (rpl_filter: "no effect on BEGIN,
-# COMMIT, or ROLLBACK"; XA boundaries pass in 8.0/8.4).
-_FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "XA", "RELEASE"})
-_FRAMING_FIRST = frozenset("BCRSXbcrsx/ \t\r\n(")
-
 
 def is_framing(event: Event) -> bool:
-    """GTID, XID, XA_PREPARE and the BEGIN/COMMIT/ROLLBACK/XA/SAVEPOINT statements: the events
-    that frame a transaction and are never filtered."""
+    """GTID, XID, XA_PREPARE and the framing statements (`framing_statement`): the events that
+    frame a transaction and are never filtered."""
     t = event.type_code
     if t in GTID_EVENT_TYPES or t == EventType.XID or t == EventType.XA_PREPARE:
         return True
-    return event.is_query and statement_verb(event.sql or "") in _FRAMING_VERBS
+    return event.is_query and framing_statement(event.sql or "")
 
 
 class FilterResult:
@@ -74,13 +70,10 @@ class FilterResult:
 
 
 def framing_statement(sql: str) -> bool:
-    """BEGIN, COMMIT, ROLLBACK, SAVEPOINT, XA, RELEASE: never filtered. (Their first letters are
-    checked first: the verb scan is skipped for the DML that makes up most statement binlogs, and
-    for CREATE, whose second letter no framing word has after its C.)"""
-    first = sql[:1]
-    if first not in _FRAMING_FIRST or (first in "Cc" and sql[1:2] in ("R", "r")):
-        return False
-    return statement_verb(sql) in _FRAMING_VERBS
+    """Whether a replica applies a Query with this text whatever its database filter: MySQL's
+    `Query_log_event::is_trans_keyword` on the raw text, read by the core (stmt::framing, with its
+    quirks). A text opening with none of "BCSsRrXx" is answered without it."""
+    return (not sql or sql[0] in "BCSsRrXx") and _core.framing_statement(sql.encode("utf-8", "surrogateescape"))
 
 
 def decided_events(txn: Transaction) -> Iterator[tuple[Event, Event]]:

@@ -35,9 +35,8 @@ ANY_GTID = F_MARIADB_GTID | F_MYSQL_GTID | F_ANONYMOUS_GTID
 
 
 def _framing_only(buf: bytes, rec, fmt) -> bool:
-    """A complete GTID unit whose events after its GTID are all XIDs or framing Queries whose text
-    opens with a letter (BEGIN, COMMIT, ...: a MySQL empty transaction), which the slave's loop
-    relays as it came; texts opening otherwise are the per-event way's to read."""
+    """A complete GTID unit whose events after its GTID are all XIDs or framing Queries (BEGIN,
+    COMMIT, ...: a MySQL empty transaction), which the slave's loop relays as it came."""
     if not rec.flags & F_COMPLETE or not rec.flags & ANY_GTID or rec.flags & (F_PAYLOAD | F_HAS_FDE) \
             or rec.events < 2:
         return False
@@ -46,8 +45,7 @@ def _framing_only(buf: bytes, rec, fmt) -> bool:
         size = int.from_bytes(buf[at + 9:at + 13], "little")
         if buf[at + 4] != EventType.XID:
             text = query_text(buf, at, at + size, fmt) if buf[at + 4] == EventType.QUERY else None
-            sql = text[1] if text is not None else ""
-            if not (sql[:1].isalpha() and sql.isascii() and framing_statement(sql)):
+            if text is None or not framing_statement(text[1]):
                 return False
         at += size
     return at == rec.end

@@ -131,7 +131,7 @@ READ_AS = [
     ("WITH c AS (SELECT pw FROM secret.u) INSERT INTO shop.t SELECT * FROM c", "INSERT", [("shop", "t")],
      [("secret", "u")]),
     ("ANALYZE NO_WRITE_TO_BINLOG TABLE t, d.u", "TABLE_MAINTENANCE", [("db", "t"), ("d", "u")], []),
-    ("START TRANSACTION", "TRANSACTION", [], []), ("XA COMMIT 'x'", "TRANSACTION", [], []),
+    ("START TRANSACTION", "OTHER", [], []), ("XA COMMIT 'x'", "TRANSACTION", [], []),
     ("SET @a = 1", "SET", [], []), ("SET PASSWORD FOR u = 'p'", "ACCOUNT", [], []),
     ("INSTALL PLUGIN x SONAME 'x.so'", "OTHER", [], []), ("LOCK TABLES t WRITE", "OTHER", [], []),
 ]

@@ -198,13 +198,3 @@ def test_drop_table_replay_forgets_the_table_and_its_triggers():
     model.observe("/*!40000 DROP TABLE IF EXISTS `t`, nothing */", "d")
     assert ("d", "t") not in model._columns
     assert set(model.triggers) == {("d", "tk")} and model.columns("d", "keep") == ("a",)
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(["C", "c", "R", "r", "O", "o", "COMMIT", "CREATE", "commit", " ", "/* x */", "\n",
-                                 "B", "BEGIN", "X", "A", ";", "é", "("]), max_size=6).map("".join))
-def test_framing_statement_is_the_verb_check(sql):
-    from dumpfilter.codec.transactions import statement_verb
-    from dumpfilter.rules.transaction_filter import _FRAMING_VERBS, framing_statement
-
-    assert framing_statement(sql) == (statement_verb(sql) in _FRAMING_VERBS)

@@ -17,6 +17,7 @@ pub mod refs;
 pub mod script;
 pub mod trigger;
 
+use crate::stmt::framing;
 pub(crate) use crate::stmt::one_of;
 use lex::{upper, Cur, Kind, QName};
 pub use refs::Ref;
@@ -172,11 +173,15 @@ fn statement(cur: &mut Cur, verb: &[u8]) -> Option<Facts> {
         b"CALL" => objects::call(cur),
         b"SET" => Some(objects::set(cur)),
         b"INSTALL" | b"UNINSTALL" => Some(objects::plugin()),
-        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("TRANSACTION")),
-        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"RELEASE" | b"XA" => {
+        // Only what a replica applies whatever its filters (stmt::framing, the raw text) is a
+        // transaction statement: "begin", " COMMIT", RELEASE SAVEPOINT or START TRANSACTION
+        // are judged like any statement (db_ok on the default database).
+        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"XA" if framing(cur.sql) => {
             Some(Facts::new("TRANSACTION"))
         }
-        b"DO" | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
+        b"START" if cur.is(b"TRANSACTION") => Some(Facts::new("OTHER")),
+        b"BEGIN" | b"COMMIT" | b"ROLLBACK" | b"SAVEPOINT" | b"XA" | b"RELEASE" | b"DO"
+        | b"SIGNAL" | b"RESIGNAL" | b"FLUSH" | b"USE" | b"LOCK" | b"UNLOCK" | b"HANDLER"
         | b"PREPARE" | b"EXECUTE" | b"DEALLOCATE" | b"SHUTDOWN" => Some(Facts::new("OTHER")),
         _ => None,
     }

@@ -148,6 +148,14 @@ pub(super) fn plain_statement(sql: &[u8]) -> Option<bool> {
     sql::plain_statement(sql)
 }
 
+/// Whether a replica applies a Query with this text (its bytes) whatever its database filter:
+/// `transaction_filter.framing_statement` (see stmt::framing).
+#[stub]
+#[pyfunction]
+pub(super) fn framing_statement(sql: &[u8]) -> bool {
+    crate::stmt::framing(sql)
+}
+
 /// The key shape of a statement's UTF-8 bytes, as the compiled assembly reads it (see
 /// stmt::dml_shape), or None where Python's parser decides. `escaped`: as the walk reads a Query
 /// whose status variables say backslash escapes and a client character set in which a backslash
