@@ -119,10 +119,10 @@ clippy-component:
 
 test: system-deps setup lint
 	cd core && cargo test --release --quiet
-	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --durations=20
+	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
 test-fast: setup
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not mariadb and not spark"
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not mariadb and not spark"
 
 bench: system-deps setup
 	$(PIP) install --quiet -e '.[test,bench]'
