@@ -10,6 +10,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+# One interpreter's path for every build of the core: pip's (setuptools-rust passes PYO3_PYTHON on,
+# else its own sys.executable: .venv/bin/python3 under the venv's pip, .venv/bin/python under the
+# wheel check's `python -m pip`), stub_gen's and clippy's. pyo3's build script reruns when it changes,
+# and the core was compiled again from pyo3 up for a second spelling of the same venv.
+export PYO3_PYTHON := $(abspath $(PY))
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 # The compiled core (core/, Rust): rebuilt by pip whenever its sources change.
@@ -94,7 +99,7 @@ demo: setup
 # lint fails when the committed stub is not what the Rust makes. mypy's stubtest then holds it to
 # the core `setup` built: every name the module exports, each parameter's name, kind and default,
 # classes final at run time, with no allowlist.
-STUB_GEN := cd core && PYO3_PYTHON="$(abspath $(PY))" cargo run --quiet --release --features stubs --bin stub_gen
+STUB_GEN := cd core && cargo run --quiet --release --features stubs --bin stub_gen
 stubs: setup
 	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
 
@@ -109,7 +114,7 @@ lint: setup clippy-component
 	echo "lint: cargo clippy --workspace --all-targets -- -D warnings"; \
 	(cd core && cargo clippy --quiet --workspace --all-targets -- -D warnings) || failed="$$failed clippy"; \
 	echo "lint: cargo clippy --all-targets --features stubs -- -D warnings"; \
-	(cd core && PYO3_PYTHON="$(abspath $(PY))" cargo clippy --quiet --all-targets --features stubs -- -D warnings) \
+	(cd core && cargo clippy --quiet --all-targets --features stubs -- -D warnings) \
 	  || failed="$$failed clippy(stubs)"; \
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "lint: ruff, mypy, stubtest, the stub and clippy are clean"
