@@ -26,7 +26,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-fast lint stubs clippy-component bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test cargo-test test-clients test-fast lint stubs clippy-component bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
@@ -122,9 +122,19 @@ lint: setup clippy-component
 clippy-component:
 	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 
-test: system-deps setup lint
-	cd core && cargo test --release --quiet
+# The checks, cargo test and the Rust binlog client's build run side by side (make -j2): ruff, mypy
+# and stubtest keep one core busy for minutes, and the client's cargo build (124 crates), made by
+# tests/master/test_third_party_clients.py's fixture on a fresh clone, held one of pytest's two
+# workers while the other ran on. The fixture's own `cargo build` then finds it built.
+test: system-deps setup
+	$(MAKE) --no-print-directory -j2 lint cargo-test test-clients
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
+
+cargo-test:
+	cd core && cargo test --release --quiet
+
+test-clients:
+	cargo build --quiet --manifest-path tests/clients/rust-binlog/Cargo.toml
 
 test-fast: setup
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not mariadb and not spark"
