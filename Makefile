@@ -99,7 +99,10 @@ demo: setup
 # lint fails when the committed stub is not what the Rust makes. mypy's stubtest then holds it to
 # the core `setup` built: every name the module exports, each parameter's name, kind and default,
 # classes final at run time, with no allowlist.
-STUB_GEN := cd core && cargo run --quiet --release --features stubs --bin stub_gen
+# stub_gen in the dev profile: its output does not depend on the profile, and there it shares the
+# proc-macros and build-script runs (pyo3's, zstd's C) with lint's `clippy --features stubs`
+# instead of a release build of pyo3, pyo3-stub-gen and rustpython-parser with thin LTO of its own.
+STUB_GEN := cd core && cargo run --quiet --features stubs --bin stub_gen
 stubs: setup
 	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
 
