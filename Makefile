@@ -10,14 +10,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# One interpreter's path for every build of the core: pip's (setuptools-rust passes PYO3_PYTHON on,
-# else its own sys.executable: .venv/bin/python3 under the venv's pip, .venv/bin/python under the
-# wheel check's `python -m pip`), stub_gen's and clippy's. pyo3's build script reruns when it changes,
-# and the core was compiled again from pyo3 up for a second spelling of the same venv.
-export PYO3_PYTHON := $(abspath $(PY))
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
-# The compiled core (core/, Rust): rebuilt by pip whenever its sources change.
+# The compiled core (core/, Rust): rebuilt by pip whenever its sources change; `python -m pip`, as the wheel
+# check's: setuptools-rust's PYO3_PYTHON is its sys.executable, and cargo reuses a build made for the same.
 CORE_SRC   := $(wildcard core/Cargo.toml core/Cargo.lock core/src/*.rs core/src/*/*.rs)
 CORE_STAMP := $(VENV)/.core-built
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -26,18 +22,18 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test cargo-test test-clients test-fast lint stubs clippy-component bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test test-rust test-fast lint stubs bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP) $(CORE_STAMP)
 
 $(CORE_STAMP): $(STAMP) $(CORE_SRC)
-	$(PIP) install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(CORE_STAMP)
 
 proto: $(STAMP)
@@ -99,15 +95,13 @@ demo: setup
 # lint fails when the committed stub is not what the Rust makes. mypy's stubtest then holds it to
 # the core `setup` built: every name the module exports, each parameter's name, kind and default,
 # classes final at run time, with no allowlist.
-# stub_gen in the dev profile: its output does not depend on the profile, and there it shares the
-# proc-macros and build-script runs (pyo3's, zstd's C) with lint's `clippy --features stubs`
-# instead of a release build of pyo3, pyo3-stub-gen and rustpython-parser with thin LTO of its own.
-STUB_GEN := cd core && cargo run --quiet --features stubs --bin stub_gen
+STUB_GEN := cd core && PYO3_PYTHON="$(abspath $(PY))" cargo run --quiet --features stubs --bin stub_gen
 stubs: setup
 	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
 
-lint: setup clippy-component
-	@failed=""; \
+lint: setup
+	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy; \
+	failed=""; \
 	echo "lint: ruff check ."; $(VENV)/bin/ruff check . || failed="$$failed ruff"; \
 	echo "lint: mypy (pyproject's [tool.mypy])"; $(VENV)/bin/mypy || failed="$$failed mypy"; \
 	echo "lint: stubtest dumpfilter._core (the core's stub against the built module)"; \
@@ -117,26 +111,17 @@ lint: setup clippy-component
 	echo "lint: cargo clippy --workspace --all-targets -- -D warnings"; \
 	(cd core && cargo clippy --quiet --workspace --all-targets -- -D warnings) || failed="$$failed clippy"; \
 	echo "lint: cargo clippy --all-targets --features stubs -- -D warnings"; \
-	(cd core && cargo clippy --quiet --all-targets --features stubs -- -D warnings) \
+	(cd core && PYO3_PYTHON="$(abspath $(PY))" cargo clippy --quiet --all-targets --features stubs -- -D warnings) \
 	  || failed="$$failed clippy(stubs)"; \
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "lint: ruff, mypy, stubtest, the stub and clippy are clean"
 
-clippy-component:
-	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
-
-# The checks, cargo test and the Rust binlog client's build run side by side (make -j2): ruff, mypy
-# and stubtest keep one core busy for minutes, and the client's cargo build (124 crates), made by
-# tests/master/test_third_party_clients.py's fixture on a fresh clone, held one of pytest's two
-# workers while the other ran on. The fixture's own `cargo build` then finds it built.
-test: system-deps setup
-	$(MAKE) --no-print-directory -j2 lint cargo-test test-clients
+# test-rust: cargo test and the Rust client test_third_party_clients.py runs (.ci/run: beside lint, make -j2)
+test: system-deps setup lint test-rust
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
-cargo-test:
+test-rust:
 	cd core && cargo test --release --quiet
-
-test-clients:
 	cargo build --quiet --manifest-path tests/clients/rust-binlog/Cargo.toml
 
 test-fast: setup
