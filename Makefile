@@ -12,8 +12,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
-# The compiled core (core/, Rust): rebuilt by pip whenever its sources change; `python -m pip`, as the wheel
-# check's: setuptools-rust's PYO3_PYTHON is its sys.executable, and cargo reuses a build made for the same.
+# The compiled core (core/, Rust): rebuilt by `python -m pip` (as the wheel check: one PYO3_PYTHON) when its sources change.
 CORE_SRC   := $(wildcard core/Cargo.toml core/Cargo.lock core/src/*.rs core/src/*/*.rs)
 CORE_STAMP := $(VENV)/.core-built
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -100,8 +99,7 @@ stubs: setup
 	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
 
 lint: setup
-	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy; \
-	failed=""; \
+	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy; failed=""; \
 	echo "lint: ruff check ."; $(VENV)/bin/ruff check . || failed="$$failed ruff"; \
 	echo "lint: mypy (pyproject's [tool.mypy])"; $(VENV)/bin/mypy || failed="$$failed mypy"; \
 	echo "lint: stubtest dumpfilter._core (the core's stub against the built module)"; \
@@ -116,11 +114,10 @@ lint: setup
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "lint: ruff, mypy, stubtest, the stub and clippy are clean"
 
-# test-rust: cargo test and the Rust client test_third_party_clients.py runs (.ci/run: beside lint, make -j2)
 test: system-deps setup lint test-rust
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
-test-rust:
+test-rust:  # cargo test; the Rust client test_third_party_clients.py runs (.ci/run: beside lint, make -j2)
 	cd core && cargo test --release --quiet
 	cargo build --quiet --manifest-path tests/clients/rust-binlog/Cargo.toml
 
