@@ -12,7 +12,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
-# The compiled core (core/, Rust): rebuilt by pip whenever its sources change.
+# The compiled core (core/, Rust): rebuilt by `python -m pip` (as the wheel check: one PYO3_PYTHON) when its sources change.
 CORE_SRC   := $(wildcard core/Cargo.toml core/Cargo.lock core/src/*.rs core/src/*/*.rs)
 CORE_STAMP := $(VENV)/.core-built
 export PATH := $(HOME)/.cargo/bin:$(PATH)
@@ -21,18 +21,18 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-fast lint stubs clippy-component bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test test-rust test-fast lint stubs bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP) $(CORE_STAMP)
 
 $(CORE_STAMP): $(STAMP) $(CORE_SRC)
-	$(PIP) install --quiet --no-deps -e .
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(CORE_STAMP)
 
 proto: $(STAMP)
@@ -94,12 +94,12 @@ demo: setup
 # lint fails when the committed stub is not what the Rust makes. mypy's stubtest then holds it to
 # the core `setup` built: every name the module exports, each parameter's name, kind and default,
 # classes final at run time, with no allowlist.
-STUB_GEN := cd core && PYO3_PYTHON="$(abspath $(PY))" cargo run --quiet --release --features stubs --bin stub_gen
+STUB_GEN := cd core && PYO3_PYTHON="$(abspath $(PY))" cargo run --quiet --features stubs --bin stub_gen
 stubs: setup
 	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
 
-lint: setup clippy-component
-	@failed=""; \
+lint: setup
+	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy; failed=""; \
 	echo "lint: ruff check ."; $(VENV)/bin/ruff check . || failed="$$failed ruff"; \
 	echo "lint: mypy (pyproject's [tool.mypy])"; $(VENV)/bin/mypy || failed="$$failed mypy"; \
 	echo "lint: stubtest dumpfilter._core (the core's stub against the built module)"; \
@@ -114,15 +114,15 @@ lint: setup clippy-component
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "lint: ruff, mypy, stubtest, the stub and clippy are clean"
 
-clippy-component:
-	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+test: system-deps setup lint test-rust
+	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=20
 
-test: system-deps setup lint
+test-rust:  # cargo test; the Rust client test_third_party_clients.py runs (.ci/run: beside lint, make -j2)
 	cd core && cargo test --release --quiet
-	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n 2 --dist loadfile --durations=20
+	cargo build --quiet --manifest-path tests/clients/rust-binlog/Cargo.toml
 
 test-fast: setup
-	$(VENV)/bin/pytest -q -n 2 --dist loadfile -m "not mariadb and not spark"
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not mariadb and not spark"
 
 bench: system-deps setup
 	$(PIP) install --quiet -e '.[test,bench]'

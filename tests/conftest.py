@@ -33,6 +33,7 @@ if str(PROJECT_ROOT) not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT))
 
 from dumpfilter.lab.sandbox import MariaDBServer, find_binary, mariadb_available, stop_servers  # noqa: E402
+from tests.support.schedule import cost as _file_cost  # noqa: E402
 from tests.support.thread_altstack import install as _thread_altstacks  # noqa: E402
 
 # Before any thread starts: a thread that overflows its stack is reported by faulthandler with its
@@ -63,6 +64,14 @@ def skip_or_fail(message: str) -> None:
     if IN_CI:
         pytest.fail(f"{message} (CI=true: failing instead of skipping)", pytrace=False)
     pytest.skip(message)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The costliest files first (tests/support/schedule.py): with `--dist loadfile
+    --no-loadscope-reorder` the workers take files in this order, so no slow file starts last.
+    A stable sort: the tests of a file, and the files not listed, keep their order."""
+    items.sort(key=lambda item: -_file_cost(item.nodeid))
 
 
 def _mariadb_missing() -> str | None:
