@@ -56,35 +56,26 @@ impl Zeros {
 /// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
 /// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
 const AHEAD: usize = 16;
-/// The units whose forms are made from their records alone: under the empty-transaction policy
-/// (`MARIADB`), under both (`RECORD`).
+/// The units whose forms under the empty-transaction policy are made from their records alone
+/// (under the placeholder policy, the fast ones among them).
 const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
-const RECORD: u32 = F_FAST | MARIADB;
 
 impl Forms {
-    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums). `st`:
-    /// the list's statement units by key (a statement unit is framed by the pieces every stream
-    /// keeps, what `StmtUnits::kept_ranges` gives a stream keeping none).
+    /// The forms of every unit of `plan` under one policy (skip code, checksums), each unit's
+    /// read off its record where `recorded` makes it, else off its first and last events, asked
+    /// for AHEAD units ahead: under the empty-transaction policy, no MariaDB unit's (a walk for
+    /// both policies asked for every statement unit's bytes, and summed the statement units no
+    /// empty-transaction count reads). `st`: the list's statement units by key (a statement unit
+    /// is framed by the pieces every stream keeps, what `StmtUnits::kept_ranges` gives a stream
+    /// keeping none).
     pub fn make(
         plan: &UnitList,
         bufs: &[&[u8]],
         st: Option<&StmtUnits>,
-        policies: &[(u8, bool)],
-    ) -> Vec<Forms> {
-        let made = |&(skip, crc): &(u8, bool)| Forms::one(plan, bufs, st, skip, crc);
-        policies.iter().map(made).collect()
-    }
-
-    /// The forms under one policy, each unit's read off its record where `recorded` makes it,
-    /// else off its first and last events, asked for AHEAD units ahead: under the
-    /// empty-transaction policy, no MariaDB unit's (one walk for both policies asked for every
-    /// statement unit's bytes, and summed statement units no empty-transaction count reads).
-    fn one(plan: &UnitList, bufs: &[&[u8]], st: Option<&StmtUnits>, skip: u8, crc: bool) -> Forms {
-        let record = if skip == SKIP_PLACEHOLDER {
-            RECORD
-        } else {
-            MARIADB
-        };
+        policy: (u8, bool),
+    ) -> Forms {
+        let (skip, crc) = policy;
+        let record = MARIADB | F_FAST * u32::from(skip == SKIP_PLACEHOLDER);
         // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
         let statements = u64::from(skip != SKIP_EMPTY);
         let n = plan.units.len();
@@ -111,8 +102,8 @@ impl Forms {
                 }
             }
             f.push(&sum);
-            let made = recorded(u, bufs, (skip, crc))
-                .or_else(|| form(k, u, bufs, st, (skip, crc), &mut scratch));
+            let made =
+                recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch));
             match made {
                 Some((b, e, p)) => (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p),
                 None => sum[3] += 1,
@@ -443,10 +434,11 @@ impl FormsCache {
                 missing.push((skip, crc));
             }
         }
-        if !missing.is_empty() {
-            let made = Forms::make(list, bufs, st, &missing);
-            held.extend(made.into_iter().map(Arc::new));
-        }
+        held.extend(
+            missing
+                .iter()
+                .map(|&p| Arc::new(Forms::make(list, bufs, st, p))),
+        );
         held.clone()
     }
 }
