@@ -75,7 +75,7 @@ impl Forms {
         policy: (u8, bool),
     ) -> Forms {
         let (skip, crc) = policy;
-        let record = MARIADB | F_FAST * u32::from(skip == SKIP_PLACEHOLDER);
+        let record = MARIADB | (F_FAST * u32::from(skip == SKIP_PLACEHOLDER));
         // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
         let statements = u64::from(skip != SKIP_EMPTY);
         let n = plan.units.len();
