@@ -56,65 +56,62 @@ impl Zeros {
 /// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
 /// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
 const AHEAD: usize = 16;
-/// The units whose forms under both policies are made from their records alone.
-const RECORD: u32 = F_FAST | F_COMPLETE | F_MARIADB_GTID;
+/// The units whose forms under the empty-transaction policy are made from their records alone
+/// (under the placeholder policy, the fast ones among them).
+const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
 
 impl Forms {
-    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
-    /// read of the units. `st`: the list's statement units by key (a statement unit is framed by
-    /// the pieces every stream keeps, what `StmtUnits::kept_ranges` gives a stream keeping none).
+    /// The forms of every unit of `plan` under one policy (skip code, checksums), each unit's
+    /// read off its record where `recorded` makes it, else off its first and last events, asked
+    /// for AHEAD units ahead: under the empty-transaction policy, no MariaDB unit's (a walk for
+    /// both policies asked for every statement unit's bytes, and summed the statement units no
+    /// empty-transaction count reads). `st`: the list's statement units by key (a statement unit
+    /// is framed by the pieces every stream keeps, what `StmtUnits::kept_ranges` gives a stream
+    /// keeping none).
     pub fn make(
         plan: &UnitList,
         bufs: &[&[u8]],
         st: Option<&StmtUnits>,
-        policies: &[(u8, bool)],
-    ) -> Vec<Forms> {
+        policy: (u8, bool),
+    ) -> Forms {
+        let (skip, crc) = policy;
+        let record = MARIADB | (F_FAST * u32::from(skip == SKIP_PLACEHOLDER));
+        // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
+        let statements = u64::from(skip != SKIP_EMPTY);
         let n = plan.units.len();
-        let mut out: Vec<Forms> = policies
-            .iter()
-            .map(|&(skip, crc)| Forms {
-                skip,
-                crc,
-                bytes: Vec::with_capacity(n + 1),
-                events: Vec::with_capacity(n + 1),
-                placeholders: Zeros::default(),
-                none: Zeros::default(),
-                statements: Zeros::default(),
-            })
-            .collect();
-        let mut scratch = Vec::new();
-        let mut sums = vec![[0u64; 5]; policies.len()];
+        let mut f = Forms {
+            skip,
+            crc,
+            bytes: Vec::with_capacity(n + 1),
+            events: Vec::with_capacity(n + 1),
+            placeholders: Zeros::default(),
+            none: Zeros::default(),
+            statements: Zeros::default(),
+        };
+        let (mut scratch, mut sum) = (Vec::new(), [0u64; 5]);
         for (k, u) in plan.units.iter().enumerate() {
-            // (a form is read off the unit's record, its first event and its last, but those
-            // `recorded` makes of the record alone)
+            // (a form is read off the unit's record, its first event and its last)
             let ahead = plan
                 .units
                 .get(k + AHEAD)
-                .filter(|a| a.flags & RECORD != RECORD);
+                .filter(|a| a.flags & record != record);
             if let Some(a) = ahead {
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
                 for at in [a.start(), a.last()] {
                     prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
                 }
             }
-            for (f, sum) in out.iter_mut().zip(sums.iter_mut()) {
-                f.push(sum);
-                let policy = (f.skip, f.crc);
-                let made = recorded(u, bufs, policy)
-                    .or_else(|| form(k, u, bufs, st, policy, &mut scratch));
-                match made {
-                    Some((b, e, p)) => {
-                        (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p)
-                    }
-                    None => sum[3] += 1,
-                }
-                sum[4] += u64::from(!u.tabled);
+            f.push(&sum);
+            let made =
+                recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch));
+            match made {
+                Some((b, e, p)) => (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p),
+                None => sum[3] += 1,
             }
+            sum[4] += statements & u64::from(!u.tabled);
         }
-        for (f, sum) in out.iter_mut().zip(sums.iter()) {
-            f.push(sum);
-        }
-        out
+        f.push(&sum);
+        f
     }
 
     #[inline(always)]
@@ -165,7 +162,6 @@ impl Forms {
 /// it off that event's header), the placeholders of a complete fast MariaDB unit (its GTID,
 /// Table_maps, Rows and annotations, an XID: the scanner's fast shape). None: `form` reads it.
 fn recorded(u: &ListedUnit, bufs: &[&[u8]], (skip, crc): (u8, bool)) -> Option<(u64, u64, u64)> {
-    const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
     let raw = bufs.get(u.part as usize)?.get(u.start()..u.end())?; // (bounds only: no byte read)
     let f = match skip {
         _ if u.flags & MARIADB != MARIADB => None,
@@ -438,10 +434,11 @@ impl FormsCache {
                 missing.push((skip, crc));
             }
         }
-        if !missing.is_empty() {
-            let made = Forms::make(list, bufs, st, &missing);
-            held.extend(made.into_iter().map(Arc::new));
-        }
+        held.extend(
+            missing
+                .iter()
+                .map(|&p| Arc::new(Forms::make(list, bufs, st, p))),
+        );
         held.clone()
     }
 }

@@ -76,12 +76,8 @@ fn counted(
         crc: opt.heartbeat_crc,
         owed: opt.pending.map_or(0, <[u8]>::len),
     };
-    let made = Forms::make(
-        list,
-        &[buf],
-        Some(st),
-        &[(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)],
-    );
+    let made = [(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)]
+        .map(|p| Forms::make(list, &[buf], Some(st), p));
     let forms: Vec<&Forms> = made.iter().collect();
     let mut got = count_many(list, &[buf], Some(st), &[job], (&[from], 0), &forms);
     got.pop().map(|c| c.sent).unwrap_or_default()
@@ -190,7 +186,7 @@ fn every_stream_is_counted_in_one_call_bucket_by_bucket() {
     }
     assert!(rows.iter().any(|(r, _)| r.contains(&ROW_PARTIAL)));
     let policies = [(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)];
-    let made = Forms::make(&list, &[&buf], Some(&st), &policies);
+    let made = policies.map(|p| Forms::make(&list, &[&buf], Some(&st), p));
     let forms: Vec<&Forms> = made.iter().collect();
     for starts in [&[0usize][..], &[0, 2], &[0, 1, 3, 4]] {
         for given in [&forms[..], &[]] {
@@ -214,7 +210,7 @@ fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
     // Without statement keys a placeholder's statement unit is the send walk's own to frame.
     let opt = options(SKIP_PLACEHOLDER, None, None);
     let by_units = counts(&send::walk(&list, &[&buf], &row, &[], 0, &opt));
-    let made = Forms::make(&list, &[&buf], Some(&st), &[(SKIP_PLACEHOLDER, false)]);
+    let made = Forms::make(&list, &[&buf], Some(&st), (SKIP_PLACEHOLDER, false));
     let job = Job {
         row: &row,
         keep: &[],
@@ -224,7 +220,7 @@ fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
         crc: false,
         owed: 0,
     };
-    let got = count_many(&list, &[&buf], Some(&st), &[job], (&[0], 0), &[&made[0]]);
+    let got = count_many(&list, &[&buf], Some(&st), &[job], (&[0], 0), &[&made]);
     assert_eq!(counts(&got[0].sent), by_units);
 }
 
@@ -268,7 +264,7 @@ fn fast_mariadb_units_are_formed_from_their_records_alone() {
         list.units = units;
         let policies = [(SKIP_PLACEHOLDER, crc), (SKIP_EMPTY, crc)];
         let unread = vec![0u8; buf.len()];
-        let made = Forms::make(&list, &[&unread], None, &policies);
+        let made = policies.map(|p| Forms::make(&list, &[&unread], None, p));
         for (f, (skip, _)) in made.iter().zip(policies) {
             let n = list.units.len();
             let want = list.units.iter().fold((0, 0, 0), |s, u| {
