@@ -378,11 +378,16 @@ class _TokenReader:
         found = "end of text" if token is None else repr(token.value)
         raise RuleError(f"{self.rule}: expected {expected}, found {found}")
 
-    def expect_keyword(self, word: str) -> None:
+    def _take(self, kinds: tuple[str, ...], expected: str, words: Iterable[str] | None = None) -> _core.SqlToken:
+        """The next token, if it is of one of `kinds` (and, with `words`, one of them upper-cased)."""
         token = self.peek()
-        if token is None or token.kind != "word" or token.value.upper() != word:
-            self._fail(word)
+        if token is None or token.kind not in kinds or (words is not None and token.value.upper() not in words):
+            self._fail(expected)
         self.index += 1
+        return token
+
+    def expect_keyword(self, word: str) -> None:
+        self._take(("word",), word, (word,))
 
     def accept_punct(self, char: str) -> bool:
         token = self.peek()
@@ -396,25 +401,13 @@ class _TokenReader:
             self._fail(repr(char))
 
     def identifier(self) -> str:
-        token = self.peek()
-        if token is None or token.kind not in ("word", "quoted_ident"):
-            self._fail("an identifier")
-        self.index += 1
-        return token.value
+        return self._take(("word", "quoted_ident"), "an identifier").value
 
     def string(self) -> str:
-        token = self.peek()
-        if token is None or token.kind != "string":
-            self._fail("a quoted 'db_pattern.table_pattern' string")
-        self.index += 1
-        return token.value
+        return self._take(("string",), "a quoted 'db_pattern.table_pattern' string").value
 
     def filter_type(self) -> str:
-        token = self.peek()
-        if token is None or token.kind != "word" or token.value.upper() not in CRF_TYPES:
-            self._fail("one of " + ", ".join(CRF_TYPES))
-        self.index += 1
-        return CRF_TYPES[token.value.upper()]
+        return CRF_TYPES[self._take(("word",), "one of " + ", ".join(CRF_TYPES), CRF_TYPES).value.upper()]
 
     def for_channel(self) -> str | None:
         token = self.peek()
@@ -423,11 +416,7 @@ class _TokenReader:
         self.index += 1
         self.rule = "FOR CHANNEL"
         self.expect_keyword("CHANNEL")
-        token = self.peek()
-        if token is None or token.kind not in ("string", "word", "quoted_ident"):
-            self._fail("a channel name")
-        self.index += 1
-        return token.value
+        return self._take(("string", "word", "quoted_ident"), "a channel name").value
 
     def expect_end(self) -> None:
         if self.peek() is not None:
