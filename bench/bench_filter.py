@@ -39,7 +39,8 @@ from bench.common import DATA_DIR, row_binlog, target_mb, write_result
 from dumpfilter.codec import BinlogReader
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.workload import WorkloadSpec, generate
-from dumpfilter.rules import RuleEngine, Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.binlogs.sinks import FileSink
 from dumpfilter._core import renumber
 from dumpfilter.binlogs.filtering import filter_files

@@ -90,7 +90,8 @@ def series_2gb(copies: int = 4) -> Path:
 def _filter_pass(paths: list[Path], out: Path):
     from dumpfilter.binlogs.filtering import filter_files
     from dumpfilter.binlogs.sinks import SeriesSink
-    from dumpfilter.rules import RuleEngine, Settings
+    from dumpfilter.rules.evaluate import RuleEngine
+    from dumpfilter.rules.ruleset import Settings
     from dumpfilter.rules.parse import StartupFilters
     from dumpfilter.rules.transaction_filter import TransactionFilter
 

@@ -11,7 +11,8 @@ import sys
 
 from dumpfilter.codec import group_transactions
 from dumpfilter.codec.reader import EventSplitter
-from dumpfilter.rules import RuleEngine, Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.slave.trust import MasterTrust
 

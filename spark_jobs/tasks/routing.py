@@ -8,7 +8,7 @@ Two modes (docs/split.md has the full rules):
   statement rule) or, with `semantics='effective'`, the databases of the tables it updates. DDL
   goes with the schema of the object it changes; CREATE/ALTER/DROP DATABASE with the named one.
 - by named rule sets (`maps`): an output keeps exactly what a replica with those rules would
-  apply (`dumpfilter.rules.RuleEngine`); a transaction can go to several outputs.
+  apply (`dumpfilter.rules.evaluate.RuleEngine`); a transaction can go to several outputs.
 
 Events that belong to no output go to the `unassigned` binlog (or nowhere when it is None). The
 file framing (FDE, Rotate, Stop, Gtid_list, Previous_GTIDs, Binlog_checkpoint) is never routed:

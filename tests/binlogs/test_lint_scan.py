@@ -19,7 +19,7 @@ from dumpfilter.binlogs.lint import lint_files, lint_many, new_linter, units
 from dumpfilter.binlogs.lint_scan import LintScanStats, lint_scan
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.lint import Linter
-from dumpfilter.rules import RuleEngine
+from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel

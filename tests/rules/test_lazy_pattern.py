@@ -1,6 +1,5 @@
-"""The rule modules' patterns compiled on first use (rules.lazy_pattern) and the package's names
-exported on first use: the same answers as the patterns compiled at import, nothing compiled or
-imported before it is needed."""
+"""The rule modules' patterns compiled on first use (rules.lazy_pattern): the same answers as the
+patterns compiled at import, nothing compiled or imported before it is needed."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dumpfilter import rules
 from dumpfilter.rules import schema, statements
 from dumpfilter.rules.lazy_pattern import LazyPattern, lazy_compile
 
@@ -113,25 +111,6 @@ print("grpc" in sys.modules, "sqlglot" in sys.modules)
     used = eval(lines[1].split(") ", 1)[1])  # noqa: S307 - our own printed list
     assert used == []  # read by the core's facts: no pattern at all
     assert lines[2] == "False False"
-
-
-def test_the_package_exports_its_names_on_first_use():
-    from dumpfilter.rules.decisions import Decision
-    from dumpfilter.rules.evaluate import RuleEngine
-    from dumpfilter.rules.parse import parse_filter_statement
-    from dumpfilter.rules.ruleset import RuleSet, Settings
-    from dumpfilter.rules.statement_info import Kind
-
-    assert (rules.RuleEngine, rules.Decision, rules.RuleSet, rules.Settings, rules.Kind,
-            rules.parse_filter_statement) == (RuleEngine, Decision, RuleSet, Settings, Kind, parse_filter_statement)
-    assert set(rules.__all__) <= set(dir(rules))
-    for name in rules.__all__:
-        assert getattr(rules, name) is not None
-    with pytest.raises(AttributeError):
-        rules.no_such_name  # noqa: B018
-    from dumpfilter.rules import evaluate  # a submodule still imports by name
-
-    assert evaluate.RuleEngine is RuleEngine
 
 
 def test_the_rule_options_import_no_engine():

@@ -13,7 +13,8 @@ from dumpfilter.codec import BinlogWriter, EventType, group_transactions
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
 from dumpfilter.cli.app import main
-from dumpfilter.rules import RuleEngine, Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.parse import StartupFilters
 from dumpfilter.rules.schema import SchemaModel

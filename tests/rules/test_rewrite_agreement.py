@@ -11,7 +11,8 @@ from pathlib import Path
 
 from dumpfilter.codec import BinlogReader, EventType, group_transactions
 from dumpfilter.codec import encode as enc
-from dumpfilter.rules import RuleEngine, Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.parse import apply_changes
 from dumpfilter.rules.ruleset import RuleSet

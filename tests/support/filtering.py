@@ -13,7 +13,8 @@ from pathlib import Path
 from dumpfilter.codec import BinlogReader, Event, EventType, group_transactions
 from dumpfilter.codec import encode as enc
 from dumpfilter.codec.constants import STMT_END_F
-from dumpfilter.rules import RuleEngine, Settings
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.binlogs.filtering import FilterStats, filter_files
 from dumpfilter.binlogs.sinks import FileSink
 from dumpfilter.rules.parse import StartupFilters
