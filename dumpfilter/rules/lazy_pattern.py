@@ -60,7 +60,3 @@ def compile_all() -> int:
     todo = [p for p in LazyPattern.made if not p.is_compiled]
     return len([pattern.compiled for pattern in todo])
 
-
-def lazy_compile(pattern: AnyStr, flags: int = 0) -> LazyPattern[AnyStr]:
-    """`re.compile`, deferred to the pattern's first use."""
-    return LazyPattern(pattern, flags)

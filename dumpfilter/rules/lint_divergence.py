@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING
 from dumpfilter import _core
 from dumpfilter.errors import one_line
 from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_pattern import LazyPattern
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
@@ -226,8 +226,8 @@ _EVENT = {Kind.INSERT: "INSERT", Kind.REPLACE: "INSERT", Kind.LOAD_DATA: "INSERT
           Kind.UPDATE_MULTI: "UPDATE", Kind.DELETE: "DELETE", Kind.DELETE_MULTI: "DELETE"}
 _ANY_EVENT = ("INSERT", "UPDATE", "DELETE")
 _CALLERS = frozenset({Kind.OTHER, Kind.SET})  # statements besides DML that may call a function (SELECT, DO, SET)
-_UPSERT = lazy_compile(r"\bON\s+DUPLICATE\s+KEY\s+UPDATE\b", re.IGNORECASE)
-_LOAD_REPLACE = lazy_compile(r"\bREPLACE\s+INTO\s+TABLE\b", re.IGNORECASE)
+_UPSERT = LazyPattern(r"\bON\s+DUPLICATE\s+KEY\s+UPDATE\b", re.IGNORECASE)
+_LOAD_REPLACE = LazyPattern(r"\bREPLACE\s+INTO\s+TABLE\b", re.IGNORECASE)
 
 
 def events(kind: Kind, sql: str) -> tuple[str, ...]:

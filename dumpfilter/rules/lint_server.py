@@ -19,15 +19,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from dumpfilter.codec.transactions import statement_verb
-from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_pattern import LazyPattern
 from dumpfilter.rules.lint_records import Cause
 from dumpfilter.rules.lint_sql import first_row_values, if_not_exists, insert_column_list
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 
 TableRef = tuple[str, str]
-_OR_REPLACE = lazy_compile(r"\s*CREATE\s+OR\s+REPLACE\b", re.IGNORECASE)
-_IF_EXISTS = lazy_compile(r"\A\s*DROP\s+(?:\w+\s+){1,2}IF\s+EXISTS\b", re.IGNORECASE)
+_OR_REPLACE = LazyPattern(r"\s*CREATE\s+OR\s+REPLACE\b", re.IGNORECASE)
+_IF_EXISTS = LazyPattern(r"\A\s*DROP\s+(?:\w+\s+){1,2}IF\s+EXISTS\b", re.IGNORECASE)
 _ROUTINES = frozenset({"PROCEDURE", "FUNCTION", "EVENT", "PACKAGE"})  # objects that live in a database
 Problem = tuple[int, str, Cause | None]  # errno, the server's message, the skipped event behind it
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from dumpfilter import _core
 from dumpfilter.codec.event import decode_text
-from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_pattern import LazyPattern
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 from dumpfilter.rules.sql_functions import may_be_stored
 from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, StatementInfo, TableRef
@@ -116,12 +116,12 @@ def _shape_part(match: re.Match[str]) -> str:
     return "''" if match.group()[0] == "'" else "0"
 
 
-_SHAPE = lazy_compile(r"(`(?:[^`]++|``)*+`|\"(?:[^\"\\]++|\\.|\"\")*+\"|/\*.*?\*/|(?:\#|--\s)[^\n]*+)"
+_SHAPE = LazyPattern(r"(`(?:[^`]++|``)*+`|\"(?:[^\"\\]++|\\.|\"\")*+\"|/\*.*?\*/|(?:\#|--\s)[^\n]*+)"
                       r"|'(?:[^'\\]++|\\.|'')*+'|(?<![\w$.`])\d++(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w$.`])", re.DOTALL)
 _SHAPED_SQL_LEN = 1 << 16
-_STRING = lazy_compile(r"'(?:[^'\\]++|\\.|'')*+'", re.DOTALL)
-_NUMBER = lazy_compile(r"(?<![\w$.`])\d++(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w$.`])")
-_PLAIN_QUOTED = lazy_compile(r"`[\w$]*+`")
+_STRING = LazyPattern(r"'(?:[^'\\]++|\\.|'')*+'", re.DOTALL)
+_NUMBER = LazyPattern(r"(?<![\w$.`])\d++(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w$.`])")
+_PLAIN_QUOTED = LazyPattern(r"`[\w$]*+`")
 
 
 def _reach_of_shape(text: str, default: str) -> Reach | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from urllib.parse import unquote, urlparse
 from dataclasses import dataclass, field
 
-from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_pattern import LazyPattern
 from dumpfilter.rules.lazy_sqlglot import exp, sqlglot
 
 from dumpfilter import _core
@@ -32,9 +32,9 @@ from dumpfilter.rules.statements import statement_tables
 
 
 # CREATE TABLE's replay asks these of every statement (compiled once, not looked up per call).
-_IF_NOT_EXISTS = lazy_compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
-_SELECT = lazy_compile(r"\bSELECT\b", re.IGNORECASE)
-_LIKE = lazy_compile(r"\bLIKE\b", re.IGNORECASE)
+_IF_NOT_EXISTS = LazyPattern(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
+_SELECT = LazyPattern(r"\bSELECT\b", re.IGNORECASE)
+_LIKE = LazyPattern(r"\bLIKE\b", re.IGNORECASE)
 
 # Statements that change what the model holds; every other statement passes untouched.
 SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.RENAME_TABLE, Kind.CREATE_DB,
@@ -42,7 +42,7 @@ SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, 
 
 MAX_SCHEMA_FILE_BYTES = 256 << 20  # a --no-data dump of about a million tables
 # (a versioned comment that does not lex stays closed: `/*!40101 CREATE TABLE t (a 'x */`)
-_SCHEMA_DDL = lazy_compile(r"\s*(?:/\*M?!\d*)?\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b",
+_SCHEMA_DDL = LazyPattern(r"\s*(?:/\*M?!\d*)?\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b",
                            re.IGNORECASE)
 
 
@@ -355,15 +355,15 @@ class SchemaModel:
         return sorted(found, key=lambda t: t.timing != "BEFORE")
 
 
-_CHECK_OPTION = lazy_compile(r"\s+WITH\s+(?:CASCADED\s+|LOCAL\s+)?CHECK\s+OPTION\s*;?\s*$", re.IGNORECASE)
+_CHECK_OPTION = LazyPattern(r"\s+WITH\s+(?:CASCADED\s+|LOCAL\s+)?CHECK\s+OPTION\s*;?\s*$", re.IGNORECASE)
 _SCHEMA_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME"})
 # What a schema dump's statements begin with (mysqldump and mariadb-dump --no-data, with the options
 # that add CHANGE MASTER, START/STOP SLAVE, FLUSH PRIVILEGES, users and plugins), or a DDL script's.
 _DUMP_VERBS = _SCHEMA_VERBS | {"SET", "USE", "LOCK", "UNLOCK", "CHANGE", "START", "STOP", "FLUSH", "GRANT", "REVOKE",
                                "INSTALL"}
 _ROW_VERBS = frozenset({"INSERT", "REPLACE", "COMMIT"})  # a dump with data (--no-autocommit: COMMIT)
-_SETVAL = lazy_compile(r"(?:DO|SELECT)\s+SETVAL\s*\(", re.IGNORECASE)  # mariadb-dump's sequences
-_USE = lazy_compile(r"\s*USE\s+`?([^`;\s]+)`?\s*$", re.IGNORECASE)
+_SETVAL = LazyPattern(r"(?:DO|SELECT)\s+SETVAL\s*\(", re.IGNORECASE)  # mariadb-dump's sequences
+_USE = LazyPattern(r"\s*USE\s+`?([^`;\s]+)`?\s*$", re.IGNORECASE)
 
 
 def load_schema(source: str, option: str = "--schema") -> SchemaModel:
@@ -399,7 +399,7 @@ def is_schema_statement(sql: str) -> bool:
 # A MariaDB sequence is a table of these columns (information_schema.COLUMNS lists them).
 SEQUENCE_COLUMNS = ("next_not_cached_value", "minimum_value", "maximum_value", "start_value", "increment",
                     "cache_size", "cycle_option", "cycle_count")
-_SEQUENCE = lazy_compile(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\b", re.IGNORECASE)
+_SEQUENCE = LazyPattern(r"\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?SEQUENCE\b", re.IGNORECASE)
 ColumnsOf = Callable[[str, str], "tuple[str, ...] | None"]  # (db, table) -> its columns, None: unknown
 
 

@@ -7,13 +7,13 @@ import functools
 import re
 
 from dumpfilter.codec.transactions import statement_verb
-from dumpfilter.rules.lazy_pattern import lazy_compile
+from dumpfilter.rules.lazy_pattern import LazyPattern
 
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statement_facts import core_info
 
 
-_DATABASE_WORD = lazy_compile(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
+_DATABASE_WORD = LazyPattern(r"\b(?:DATABASE|SCHEMA)\b", re.IGNORECASE)
 # First keywords that may open a database statement, a transaction statement or a multi-table
 # UPDATE ("" when there is no plain keyword first: a comment, a parenthesis).
 _MAY_NOT_BE_PLAIN = frozenset({"", "CREATE", "ALTER", "DROP", "UPDATE", "WITH", "START",

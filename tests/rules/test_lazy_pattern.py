@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dumpfilter.rules import schema, statements
-from dumpfilter.rules.lazy_pattern import LazyPattern, lazy_compile
+from dumpfilter.rules.lazy_pattern import LazyPattern
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = (statements, schema)
@@ -72,7 +72,7 @@ def test_lazy_patterns_answer_as_the_compiled_ones(text):
 
 
 def test_the_first_use_compiles_once_and_keeps_the_methods():
-    lazy = lazy_compile(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
+    lazy = LazyPattern(r"\bIF\s+NOT\s+EXISTS\b", re.IGNORECASE)
     assert not lazy.is_compiled
     assert lazy.search("create table if  not exists t").span() == (13, 27)
     assert lazy.is_compiled
@@ -82,7 +82,7 @@ def test_the_first_use_compiles_once_and_keeps_the_methods():
     assert copy.copy(lazy).search("if not exists")
     with pytest.raises(AttributeError):
         lazy.no_such_method  # noqa: B018
-    bad = lazy_compile("(")
+    bad = LazyPattern("(")
     try:
         with pytest.raises(re.error):  # a bad pattern says so at its first use
             bad.search("x")
