@@ -19,12 +19,13 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from dumpfilter._core import SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_STOP
+from dumpfilter._core import SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_STOP, SendResult
 from dumpfilter.codec import Event, EventType, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_EVENT_SKIP_REPLICATION_F
 from dumpfilter.codec.encode import artificial_rotate, build_event, query_body
 from dumpfilter.codec.gtid import MariadbGtidList
 from dumpfilter.codec.rename import replayed_fde
+from dumpfilter.sent import SentCounts
 
 MARIADB_FLAG_IGN_GTIDS = 1 << 29  # Gtid_list_log_event::FLAG_IGN_GTIDS: the SQL thread records the GTIDs listed
 PLACEHOLDER_SQL = "# dumpfilter: a statement this replica's rules skip"
@@ -36,25 +37,6 @@ _QUERY_FIXED = HEADER_LEN + 13 + 1  # header, Query post-header, the empty datab
 if TYPE_CHECKING:
     from dumpfilter.codec import FormatDescription, Transaction
     from dumpfilter.rules.transaction_filter import FilterResult
-
-
-class PolicyCounts(Protocol):
-    """The counters a policy's `tally` adds to (a stream's SlaveStats, an experiment's SlaveCounts)."""
-
-    placeholders: int
-    placeholder_bytes: int
-    empty_transactions: int
-    empty_transaction_bytes: int
-
-
-class UnitCounts(PolicyCounts, Protocol):
-    """The counters `SkipPolicy.send_unit` adds to (dumpfilter.sent's SentCounts: a stream's
-    SlaveStats, an experiment's SlaveCounts)."""
-
-    kept_bytes: int
-    transactions_kept: int
-    transactions_partial: int
-    transactions_skipped: int
 
 
 class UnitSink(Protocol):
@@ -73,17 +55,6 @@ class UnitSink(Protocol):
     def skipped(self, events: int, size: int) -> None:
         """Count events and bytes of the unit that were not sent as themselves."""
         ...
-
-
-class WalkedForms(Protocol):
-    """What the core's send walk sent in a policy's form (a `_core.SendResult`)."""
-
-    @property
-    def skip_units(self) -> int: ...
-    @property
-    def skip_bytes(self) -> int: ...
-    @property
-    def placeholders(self) -> int: ...
 
 
 def placeholder(event: Event) -> Event:
@@ -116,7 +87,7 @@ class SkipPolicy:
     # stops at any other (a transaction payload, a MySQL unit without a GTID) for `skipped`.
     walk_skip: ClassVar[int] = SKIP_STOP
 
-    def send_unit(self, txn: Transaction, result: FilterResult, counts: UnitCounts, sink: UnitSink) -> int:
+    def send_unit(self, txn: Transaction, result: FilterResult, counts: SentCounts, sink: UnitSink) -> int:
         """A transaction the compiled walk left (control units are not transactions), decided by
         TransactionFilter (`result`), sent to `sink` as this policy says and counted in `counts`:
         the one model of that step, run by the master's stream (master/stream/slave_stream.py)
@@ -153,13 +124,13 @@ class SkipPolicy:
         sent as; None: nothing, the unit joins a skipped stretch (one heartbeat)."""
         return None
 
-    def tally(self, counts: PolicyCounts, sent: list[Event], *, skipped: bool) -> int:
+    def tally(self, counts: SentCounts, sent: list[Event], *, skipped: bool) -> int:
         """Counts in `counts` (SlaveStats, SlaveCounts: placeholders, empty_transactions and their
         bytes) what this policy added to `sent` (a partial transaction's, or a skipped one's);
         returns those bytes. Every byte sent for a skipped transaction is the policy's."""
         return 0
 
-    def tally_walk(self, counts: PolicyCounts, walked: WalkedForms) -> None:
+    def tally_walk(self, counts: SentCounts, walked: SendResult) -> None:
         """Counts in `counts` what the core's walk sent in this policy's form (`walked`, a
         `_core.SendResult`: its skip_units, skip_bytes, placeholders), as `tally` counts them."""
 
@@ -229,14 +200,14 @@ class Placeholder(SkipPolicy):
     def skipped(self, events: list[Event], result: FilterResult) -> list[Event]:
         return _with_placeholders(events, {})
 
-    def tally(self, counts: PolicyCounts, sent: list[Event], *, skipped: bool) -> int:
+    def tally(self, counts: SentCounts, sent: list[Event], *, skipped: bool) -> int:
         holes = [e for e in sent if is_placeholder(e)]
         counts.placeholders += len(holes)
         added = sum(e.size for e in (sent if skipped else holes))
         counts.placeholder_bytes += added
         return added
 
-    def tally_walk(self, counts: PolicyCounts, walked: WalkedForms) -> None:
+    def tally_walk(self, counts: SentCounts, walked: SendResult) -> None:
         counts.placeholders += walked.placeholders
         counts.placeholder_bytes += walked.skip_bytes
 
@@ -266,7 +237,7 @@ class EmptyTransaction(SkipPolicy):
 
         return result.events if result.outcome == EMPTIED else None
 
-    def tally(self, counts: PolicyCounts, sent: list[Event], *, skipped: bool) -> int:
+    def tally(self, counts: SentCounts, sent: list[Event], *, skipped: bool) -> int:
         if not skipped:
             return 0  # a partial transaction is sent as its kept events: nothing of the policy's
         added = sum(e.size for e in sent)
@@ -274,7 +245,7 @@ class EmptyTransaction(SkipPolicy):
         counts.empty_transaction_bytes += added
         return added
 
-    def tally_walk(self, counts: PolicyCounts, walked: WalkedForms) -> None:
+    def tally_walk(self, counts: SentCounts, walked: SendResult) -> None:
         counts.empty_transactions += walked.skip_units
         counts.empty_transaction_bytes += walked.skip_bytes
 

@@ -35,7 +35,8 @@ LAYERS: list[set[str]] = [
     {"dumpfilter._core", "dumpfilter.children", "dumpfilter.errors", "dumpfilter.regular_file", "dumpfilter.v1", "dumpfilter.data"},
     {"dumpfilter.codec"},
     {"dumpfilter.rules"},
-    {"dumpfilter.skip_policy", "dumpfilter.sent"},
+    {"dumpfilter.sent"},
+    {"dumpfilter.skip_policy"},                   # counts into sent's SentCounts
     {"dumpfilter.binlogs"},
     {"dumpfilter.workload"},
     {"dumpfilter.topology", "dumpfilter.wire", "dumpfilter.charts", "dumpfilter.progress"},
