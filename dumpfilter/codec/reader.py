@@ -3,17 +3,15 @@ event whatever the file size. `EventSplitter` is the sans-I/O core: feed it byte
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from typing import BinaryIO, Protocol
 
-from dumpfilter.codec.constants import HEADER_LEN, KNOWN_TYPES, MAGIC, EventType, LOG_EVENT_IGNORABLE_F
+from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
 from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.codec.event import HEADER, Buffer, Event
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.scanner import Scanner, type_mask
 
-_SIZE = struct.Struct("<I")
 FDE = int(EventType.FORMAT_DESCRIPTION)
 ALL_TYPES = type_mask(None)
 DEFAULT_CHUNK = 1 << 20
@@ -72,21 +70,15 @@ class EventSplitter:
         base = self._pos - self._off
         offsets, stop, error = self._scanner.walk(buf, self._off, base, ALL_TYPES)
         unpack = HEADER.unpack_from
-        known = KNOWN_TYPES
         fmt = self.fmt
         for at in offsets:
             header = unpack(buf, at)
             size = header[3]
             if header[1] == FDE:  # the Python view of an FDE the scanner has already checked and adopted
                 fmt = self.fmt = FormatDescription.parse(buf[at : at + size], path=self.name, offset=base + at)
-            event = Event(buf[at : at + size], base + at, fmt, header)
-            if header[1] not in known and not header[5] & LOG_EVENT_IGNORABLE_F:
-                # Unknown and not flagged ignorable: the server would refuse it. Passing it
-                # through is still safe for a filter (it is never the filter's to decide).
-                event.__dict__["unknown_non_ignorable"] = True
             self._off = at + size
             self._pos = base + at + size
-            yield event
+            yield Event(buf[at : at + size], base + at, fmt, header)
         self._off = stop
         self._pos = base + stop
         if error is not None:
