@@ -354,10 +354,6 @@ class Event:
         body = self.body
         return _U64.unpack_from(body, 0)[0], decode_text(body[8:])
 
-    @property
-    def heartbeat_file(self) -> str:
-        return self.heartbeat[0]
-
     @cached_property
     @_decoder
     def heartbeat(self) -> tuple[str, int]:

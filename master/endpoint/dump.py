@@ -125,7 +125,7 @@ def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt: Fo
         following = _start_of(batch[i + 1]) if i + 1 < len(batch) else end
         sent = policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=following, server_id=server_id)
         if sent is not None and heartbeats_v2 and sent.type_code == EventType.HEARTBEAT:
-            sent = heartbeat_v2(sent.heartbeat_file, widened(sent.log_pos, end), fmt=fmt, server_id=sent.server_id)
+            sent = heartbeat_v2(sent.heartbeat[0], widened(sent.log_pos, end), fmt=fmt, server_id=sent.server_id)
         if sent is not None:
             yield sent
 

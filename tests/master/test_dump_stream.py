@@ -142,7 +142,7 @@ def test_heartbeats_never_go_backwards_and_name_the_file(workload_dir, master_fa
                     continue
                 if e.type_code == EventType.HEARTBEAT:
                     heartbeats += 1
-                    assert e.heartbeat_file == file
+                    assert e.heartbeat[0] == file
                 if e.log_pos:
                     here = (file, e.log_pos)
                     assert here >= last, f"{e} goes back from {last}"

@@ -62,7 +62,7 @@ def test_every_later_file_begins_with_a_rotate_to_it(workload_dir, master_factor
                 assert pos == 4
                 entered.append(current)
             elif kind == EventType.HEARTBEAT:
-                assert event.heartbeat_file == current, "a heartbeat names a file no Rotate has named"
+                assert event.heartbeat[0] == current, "a heartbeat names a file no Rotate has named"
                 heartbeats_after_a_crash += ends.get(names[names.index(current) - 1]) == "nothing"
             elif kind == EventType.FORMAT_DESCRIPTION and event.log_pos:
                 assert current == entered[-1]
