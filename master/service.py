@@ -15,6 +15,7 @@ from dumpfilter.errors import DumpFilterError, PositionError, ResourceExhaustedE
 from dumpfilter.binlogs import served_paths
 from dumpfilter.binlogs.watch import SAFETY_POLL, DirectoryWatch
 from dumpfilter.rules import lazy_sqlglot
+from dumpfilter.rules.keep_table import KeyShapes
 from dumpfilter.rules.lazy_pattern import compile_all
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.master.model import Batch
@@ -75,6 +76,9 @@ class DumpService(SlaveRegistry):
         self.source = None
         # Shadow candidates (master.shadow.board): set by `master serve`, which hands it the counting
         self.shadow: ShadowBoard | None = None
+        # The streams' statement keys numbered by shape, each segment's once for all of them
+        # (master.decide.statement_keys), each shape's first statement parsed once
+        self.key_shapes = KeyShapes()
 
     def warm_up(self) -> None:
         """What a long-running master does once as it starts, off its first slave's path (`master

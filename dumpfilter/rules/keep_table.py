@@ -39,6 +39,7 @@ the gate's (`_gated_key`), as the master's streams send it."""
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, cast
 
@@ -119,26 +120,36 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
 class KeyShapes(dict[bytes, int]):
     """Statement keys numbered by their bytes, twins as one (a shape id each, from 0), for the keep
     tables that answer the same buffers (`experiment`'s rule groups, a shadow pass's candidates): a
-    buffer's keys are looked up once for all of them (the last buffer's ids are kept), and each
-    table reads its answers by shape id, not by the key's bytes. One thread's (a master's streams
-    each number their own)."""
+    buffer's keys are looked up once for all of them (the last buffers' ids are kept), and each
+    table reads its answers by shape id, not by the key's bytes. A master's streams share one
+    (`DumpService.key_shapes`): each segment's keys are numbered once, not once per stream, and
+    each key's first statement is parsed once for every slave (`parses`); numbering is under a
+    lock (an id is the count of shapes before it)."""
+
+    KEPT = 16  # the key lists whose ids are kept: streams at different segments each find theirs
 
     def __init__(self) -> None:
         super().__init__()
         self.parses: Parses = {}
-        self._last: tuple[Sequence[_core.StatementKey], Numbered] | None = None
+        self._numbered: dict[int, tuple[Sequence[_core.StatementKey], Numbered]] = {}  # by id(keys)
         self.names: dict[tuple[str, str], int] = {}  # table names numbered alike (`name_ids`)
         self._last_names: tuple[Sequence[tuple[str, str]], int, bytes] = ((), 0, b"")
+        self._lock = threading.Lock()
 
     def number(self, keys: Sequence[_core.StatementKey]) -> Numbered:
         """The shape ids of `keys`, and what reads a table's bytes by shape id at them (the core's
         `gather`: one call per table)."""
-        if self._last is not None and self._last[0] is keys:
-            return self._last[1]
-        ids = [self.setdefault(key.key[:1].translate(_TWINS) + key.key[1:], len(self)) for key in keys]
-        packed = struct.pack(f"<{len(ids)}I", *ids)
-        found: Numbered = (ids, lambda codes: _core.gather(bytes(codes), packed))
-        self._last = (keys, found)
+        known = self._numbered.get(id(keys))
+        if known is not None and known[0] is keys:
+            return known[1]
+        with self._lock:
+            ids = [self.setdefault(key.key[:1].translate(_TWINS) + key.key[1:], len(self)) for key in keys]
+            packed = struct.pack(f"<{len(ids)}I", *ids)
+            found: Numbered = (ids, lambda codes: _core.gather(bytes(codes), packed))
+            numbered = self._numbered
+            if len(numbered) >= self.KEPT:
+                del numbered[next(iter(numbered))]  # the oldest list (each holds its keys alive)
+            numbered[id(keys)] = (keys, found)
         return found
 
     def name_ids(self, names: Sequence[tuple[str, str]]) -> bytes:
@@ -149,7 +160,8 @@ class KeyShapes(dict[bytes, int]):
         if last is not names:
             done, packed = 0, b""
         if done < len(names):
-            more = [self.names.setdefault(name, len(self.names)) for name in names[done:]]
+            with self._lock:
+                more = [self.names.setdefault(name, len(self.names)) for name in names[done:]]
             packed += struct.pack(f"<{len(more)}I", *more)
             self._last_names = (names, len(names), packed)
         return packed

@@ -83,7 +83,8 @@ class StreamStatementKeys:
             return None
         group = self._group
         if self._answers is None or group is None or group[0] is not engine or group[1] is not gate:
-            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True)
+            self._answers = KeepTable(gated(engine, gate), decide_key=self._decider(engine), keys_enabled=True,
+                                      shapes=self.svc.key_shapes)
             group = self._group = (engine, gate)
         return group
 
@@ -102,10 +103,12 @@ class StreamStatementKeys:
         the series' schema timeline) and whether it was pure: the engine consulted no schema for
         it and assumed nothing. An impure key (KEEP_ASK) leaves its units to Python, decided
         at their position."""
+        parses = self.svc.key_shapes.parses  # a key's first statement parsed once for every slave
+
         def decide(sql: str, db: str | None) -> tuple[Decision, bool]:
             with self.svc.engine_lock(engine):
                 engine.consulted = False
-                decision = engine.decide_statement_key(sql, db)
+                decision = engine.decide_statement_key(sql, db, parses)
                 return decision, not engine.consulted and decision.assumption is None
         return decide
 
