@@ -79,7 +79,6 @@ class Admission:
         self._handshaking: dict[str, list[Callable[[], None]]] = {}  # host -> each socket's close, oldest first
         self._handshake_count = 0
         self.sessions = 0
-        self.evicted = 0
 
     def enter_handshake(self, host: str, close: Callable[[], None]) -> str | None:
         """Count a new socket from `host` (`close` ends it, if it must make room); Refused when
@@ -95,7 +94,6 @@ class Admission:
                 # displace one another, and the replica's reconnection still gets its turn.
                 victim, victim_host = mine.pop(0), host
                 self._handshake_count -= 1
-                self.evicted += 1
             elif self._handshake_count >= limits.max_handshakes:
                 victim_host, busiest = max(self._handshaking.items(), key=lambda item: len(item[1]))
                 if len(busiest) <= len(mine):
@@ -103,7 +101,6 @@ class Admission:
                                   "the handshake")
                 victim = busiest.pop(0)
                 self._handshake_count -= 1
-                self.evicted += 1
             mine.append(close)
             self._handshaking[host] = mine
             self._handshake_count += 1

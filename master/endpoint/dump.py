@@ -16,7 +16,7 @@ from dumpfilter._core import replica_frames
 from dumpfilter.codec import Event, EventType
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.rename import PositionKeeper
-from dumpfilter.codec.encode import artificial_rotate, heartbeat_v2
+from dumpfilter.codec.encode import heartbeat_v2
 from dumpfilter.codec.gtid import GtidSetError, MysqlGtidSet
 from dumpfilter.codec.reader import batch_events
 from dumpfilter.skip_policy import SkipPolicy
@@ -94,13 +94,6 @@ def decode_gtid_set(data: bytes) -> str:
         return str(MysqlGtidSet.decode(data))
     except (GtidSetError, ValueError, IndexError, struct.error) as exc:
         raise ProtocolError(f"GTID set: {exc}") from None
-
-
-def fake_rotate(file: str, pos: int, *, fmt: FormatDescription | None, server_id: int) -> bytes:
-    """The artificial Rotate a dump thread sends first, naming the start position and file; a CRC
-    when the binlog carries them (the replica announced it handles them, else the dump was
-    refused). The stream sends one at every later file it enters without a real Rotate."""
-    return artificial_rotate(file, pos, fmt=fmt, server_id=server_id).raw
 
 
 def replica_events(events: bytes, policy: SkipPolicy, *, annotate: bool, fmt: FormatDescription | None = None,

@@ -25,7 +25,8 @@ from dumpfilter.errors import (
     ShuttingDownError,
     StreamReplacedError,
 )
-from dumpfilter.master.endpoint.dump import DumpRequest, fake_rotate, replica_packets
+from dumpfilter.codec.encode import artificial_rotate
+from dumpfilter.master.endpoint.dump import DumpRequest, replica_packets
 from dumpfilter.master.endpoint.positions import ReplicaCount, WithoutHeartbeats
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
@@ -156,10 +157,12 @@ class Dumping:
         annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
         heartbeats_v2 = not mariadb and bool(request.flags & USE_HEARTBEAT_EVENT_V2)
         fmt = file_format(Path(self.service.binlog_dir) / file)
-        # A client that asked for no checksums ('NONE', as mariadb-binlog does) gets the fake Rotate
-        # without one, as a server sends it; the binlog's own events keep theirs (their FDE says so).
-        rotate = fake_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE" else fmt,
-                             server_id=facts.server_id)
+        # The artificial Rotate a dump thread sends first, naming the start file and position, with
+        # a CRC when the binlog carries them (the replica announced it handles them, else the dump
+        # was refused). A client that asked for no checksums ('NONE', as mariadb-binlog does) gets
+        # it without one, as a server sends it; the binlog's own events keep theirs (their FDE says so).
+        rotate = artificial_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE"
+                                   else fmt, server_id=facts.server_id).raw
         frame, send = self.stream.frame, self.stream.send_raw
         slave = self.service.slaves.get(server_id)
         policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)

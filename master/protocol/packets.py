@@ -171,7 +171,6 @@ class PacketStream:
     def __init__(self, sock: socket.socket):
         self.sock = sock
         self.seq = 0
-        self.bytes_sent = 0
 
     def _recv_exact(self, n: int, deadline: float | None) -> bytes:
         """`n` bytes. `deadline` (time.monotonic()) bounds the whole read, however the client
@@ -240,4 +239,3 @@ class PacketStream:
             self.sock.sendall(data)
         except OSError as exc:  # broken pipe, reset, or the send timeout of a replica that stopped reading
             raise ConnectionClosed(str(exc) or type(exc).__name__) from None
-        self.bytes_sent += len(data)

@@ -202,11 +202,7 @@ def effective_to_proto(items: list[Effective]) -> list[dump_pb2.EffectiveFilters
 
 
 def _position(pos: Pos | None) -> dump_pb2.Position | None:
-    return _position_of(pos) if pos else None
-
-
-def _position_of(pos: Pos) -> dump_pb2.Position:
-    return dump_pb2.Position(file=pos[0], pos=pos[1])
+    return dump_pb2.Position(file=pos[0], pos=pos[1]) if pos else None
 
 
 def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str]:
@@ -351,8 +347,7 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                                           placeholder_runs=request.placeholder_runs,
                                           skip_stretches=request.skip_stretches)
         except Exception as exc:
-            code, message = _status_for(exc)
-            context.abort(code, message)
+            context.abort(*_status_for(exc))
         # A stream waiting at the binlog's end learns at once that its RPC is gone (cancelled, the
         # slave caught up and left), and frees its slot: nothing else would wake it before a change.
         context.add_callback(lambda: self.service.wake(request.server_id))
@@ -393,7 +388,8 @@ class DumpFilterServicer(dump_pb2_grpc.DumpFilterServicer):
                                           gtid_state=batch.gtid_state,
                                           filter_changed_at=_position(batch.filter_changed_at),
                                           warnings=lint.take(server_id),
-                                          schema_decided=[_position_of(p) for p in batch.schema_decided]),
+                                          schema_decided=[dump_pb2.Position(file=file, pos=pos)
+                                                          for file, pos in batch.schema_decided]),
                        batch.parts)
         finally:
             batches.close()

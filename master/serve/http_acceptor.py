@@ -5,7 +5,7 @@ scraper's own included, never holds a worker, so a scraper is answered as soon a
 
 - At most MAX_PENDING connections wait for their head; a newcomer past them closes the oldest
   waiting (`evicted`), a connection whose head is not in HEAD_TIMEOUT seconds after it came is
-  closed (`expired`), and a head over MAX_HEAD bytes is closed unanswered.
+  closed (`_expire`), and a head over MAX_HEAD bytes is closed unanswered.
 - At most MAX_READY complete heads wait for the WORKERS workers (past them: closed unanswered);
   a worker writes its answer with a HEAD_TIMEOUT socket timeout.
 """
@@ -56,7 +56,7 @@ class HeadAcceptor:
         self.listener, self.answer, self.tls, self.clock = listener, answer, tls, clock
         listener.setblocking(False)
         self.pending: OrderedDict[socket.socket, _Pending] = OrderedDict()   # oldest first
-        self.evicted = self.expired = self.answered = self.refused = 0
+        self.evicted = 0
         self._in_flight = 0
         self._lock = threading.Lock()
         self._stopping = False
@@ -159,7 +159,6 @@ class HeadAcceptor:
             if not busy:
                 self._in_flight += 1
         if busy:
-            self.refused += 1
             pending.sock.close()
             return
         self.workers.submit(self._answer, pending)
@@ -170,7 +169,6 @@ class HeadAcceptor:
             sock.setblocking(True)
             sock.settimeout(HEAD_TIMEOUT)
             self.answer(sock, pending.address, bytes(pending.head))
-            self.answered += 1
         except Exception:  # a broken client: one debug line, never a traceback
             log.debug("metrics: a request from %s failed", pending.address, exc_info=True)
         finally:
@@ -186,7 +184,6 @@ class HeadAcceptor:
             if oldest.deadline > now:
                 return
             self._close(oldest)
-            self.expired += 1
 
     def _close(self, pending: _Pending) -> None:
         if self.pending.pop(pending.sock, None) is not None:

@@ -27,6 +27,7 @@ from dumpfilter.master.shares import REGISTRATIONS, RULES, STREAMS, account
 from dumpfilter.master.shadow.metrics import shadow_metrics
 
 if TYPE_CHECKING:
+    from dumpfilter.master.lint_jobs import LintStatus
     from dumpfilter.master.read.units import Pos
     from dumpfilter.master.registry import RegisteredSlave
 
@@ -261,19 +262,12 @@ class DumpServiceCollector:
                                      "Writes lint found a replica with these rules silently gets wrong, up to its position",
                                      labels=["rule_set"])
         shared = GaugeMetricFamily("dumpfilter_lint_rule_set_slave", "1 for each slave of a rule set", labels=["rule_set", "slave"])
-        hidden: Counter[str] = Counter()
-        hidden_lag, hidden_files, hidden_breaks, hidden_diverges, hidden_followed = 0, 0, 0, 0, False
+        hidden: list[LintStatus] = []  # the rule sets of the slaves the viewer may not see
         for one in sorted(lint.rule_sets(), key=lambda r: r.rule_set):
             status = one.status
             mine = [server_id for server_id in one.server_ids if server_id in seen]
             if not mine:
-                hidden[status.state] += 1
-                if status.followed:  # the furthest behind of them: a lag, never more than the binlog
-                    hidden_followed = True
-                    hidden_lag = max(hidden_lag, status.behind_bytes)
-                    hidden_files = max(hidden_files, status.behind_files)
-                hidden_breaks += status.breaks
-                hidden_diverges += status.diverges
+                hidden.append(status)
                 continue
             label = str(one.rule_set)
             if status.position is not None:
@@ -290,14 +284,15 @@ class DumpServiceCollector:
                 state.add_metric([label, name], status.state == name)
             for server_id in mine:
                 shared.add_metric([label, str(server_id)], 1)
-        if hidden_followed:
-            lag.add_metric([HIDDEN], hidden_lag)
-            files.add_metric([HIDDEN], hidden_files)
+        followed = [status for status in hidden if status.followed]
+        if followed:  # the furthest behind of them: a lag, never more than the binlog
+            lag.add_metric([HIDDEN], max(status.behind_bytes for status in followed))
+            files.add_metric([HIDDEN], max(status.behind_files for status in followed))
         if hidden:
-            breaks.add_metric([HIDDEN], hidden_breaks)
-            diverges.add_metric([HIDDEN], hidden_diverges)
+            breaks.add_metric([HIDDEN], sum(status.breaks for status in hidden))
+            diverges.add_metric([HIDDEN], sum(status.diverges for status in hidden))
             for name in _LINT_STATES:
-                state.add_metric([HIDDEN, name], hidden[name])
+                state.add_metric([HIDDEN, name], sum(status.state == name for status in hidden))
         restarts = CounterMetricFamily("dumpfilter_lint_worker_restarts",
                                        "Times the lint worker process was started again after it ended",
                                        value=lint_worker.restarts())

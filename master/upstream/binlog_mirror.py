@@ -40,7 +40,7 @@ from dumpfilter.codec.reader import read_events
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import file_format, file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
-from dumpfilter.master.upstream.series_reads import first_header, mariadb_gtid_list, mysql_gtid_set
+from dumpfilter.master.upstream.series_reads import first_header, gtid_set
 import contextlib
 
 # Left in the series' directory by the first switch of source: from there on the series keeps its
@@ -138,7 +138,7 @@ class BinlogMirror:
                     for _unit in grouper.push(event):
                         pass
                     if event.type_code == EventType.MARIADB_GTID_LIST:
-                        state = dict(mariadb_gtid_list(event).gtids)
+                        state = dict(gtid_set(event, MariadbGtidList).gtids)
                     elif event.type_code == EventType.MARIADB_GTID:
                         state[(event.gtid_info.domain, event.server_id)] = event.gtid_info.gno
                     self._note_mysql_gtids(event)
@@ -169,7 +169,7 @@ class BinlogMirror:
         """A MySQL Previous_gtids joins the series' set; a GTID is held once its unit is whole."""
         kind = event.type_code
         if kind == EventType.PREVIOUS_GTIDS:
-            for (source, tag), intervals in mysql_gtid_set(event).intervals.items():
+            for (source, tag), intervals in gtid_set(event, MysqlGtidSet).intervals.items():
                 for start, end in intervals:
                     self.mysql_gtids.add_interval(source, start, end, tag)
         elif kind in (EventType.GTID, EventType.GTID_TAGGED):
@@ -270,7 +270,7 @@ class BinlogMirror:
                 struct.unpack_from("<H", after, 17)[0] & LOG_EVENT_IGNORABLE_F):
             return 0
         try:
-            ours, theirs = mysql_gtid_set(Event(held, self.offset, self._fmt)), mysql_gtid_set(Event(raw, self.offset, self._fmt))
+            ours, theirs = (gtid_set(Event(e, self.offset, self._fmt), MysqlGtidSet) for e in (held, raw))
         except BinlogError:
             return 0
         return size if theirs.issubset(ours) else 0
@@ -498,7 +498,7 @@ class BinlogMirror:
         if kind == EventType.MARIADB_GTID:
             self._gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
         elif kind == EventType.MARIADB_GTID_LIST:  # the binlog state before this file, whole
-            self.binlog_state = dict(mariadb_gtid_list(event).gtids)
+            self.binlog_state = dict(gtid_set(event, MariadbGtidList).gtids)
         if self._grouper.current is None:  # (readers take whole units: a unit's first events wait for the rest)
             self.safe = (self.file, self.offset)
             if self._gtid is not None:

@@ -30,7 +30,7 @@ from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
 from dumpfilter.master.upstream.binlog_mirror import MirrorError
-from dumpfilter.master.upstream.series_reads import mariadb_gtid_list, mysql_gtid_set
+from dumpfilter.master.upstream.series_reads import gtid_set
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -114,11 +114,12 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
             event = Event(raw, offset, fmt)
             grouper.push(event)
             if kind == EventType.MARIADB_GTID_LIST:
-                state = dict(mariadb_gtid_list(event).gtids)
+                state = dict(gtid_set(event, MariadbGtidList).gtids)
             elif kind == EventType.MARIADB_GTID:
                 gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
             elif kind == EventType.PREVIOUS_GTIDS and mysql:
-                state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in mysql_gtid_set(event).intervals.items()})
+                previous = gtid_set(event, MysqlGtidSet)
+                state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in previous.intervals.items()})
             elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
                 mysql_gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
         except BinlogError as exc:  # (a malformed set or GTID too: the decoders raise it as one)

@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import TypeVar
 
 from dumpfilter.codec import Event
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 
+_Set = TypeVar("_Set", MariadbGtidList, MysqlGtidSet)
 
-def mariadb_gtid_list(event: Event) -> MariadbGtidList:
-    """The set a MariaDB Gtid_list event carries."""
+
+def gtid_set(event: Event, flavor: type[_Set]) -> _Set:
+    """The set a MariaDB Gtid_list (`flavor`: MariadbGtidList) or a MySQL Previous_gtids
+    (MysqlGtidSet) event carries."""
     found = event.gtid_set
-    assert isinstance(found, MariadbGtidList), f"event type {event.type_code} carries no Gtid_list"
-    return found
-
-
-def mysql_gtid_set(event: Event) -> MysqlGtidSet:
-    """The set a MySQL Previous_gtids event carries."""
-    found = event.gtid_set
-    assert isinstance(found, MysqlGtidSet), f"event type {event.type_code} carries no Previous_gtids"
+    assert isinstance(found, flavor), f"event type {event.type_code} carries no {flavor.__name__}"
     return found
 
 
