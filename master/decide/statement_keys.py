@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from dumpfilter.master.registry import RegisteredSlave
     from dumpfilter.master.service import DumpService
 
+# The first statements' parses kept for the streams (DumpService.key_shapes.parses), at most:
+# a memo, emptied when past it.
+PARSES_KEPT = 4096
 # Per hit class, the table that makes a key id's class byte 1 where it is that class, else 0.
 _MASKS = [bytes(int(b == k) for b in range(256)) for k in range(256)]
 
@@ -106,6 +109,8 @@ class StreamStatementKeys:
         parses = self.svc.key_shapes.parses  # a key's first statement parsed once for every slave
 
         def decide(sql: str, db: str | None) -> tuple[Decision, bool]:
+            if len(parses) > PARSES_KEPT:  # (a stream started later meets other first statements)
+                parses.clear()
             with self.svc.engine_lock(engine):
                 engine.consulted = False
                 decision = engine.decide_statement_key(sql, db, parses)

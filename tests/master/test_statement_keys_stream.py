@@ -167,3 +167,24 @@ def test_statements_without_a_gtid_are_answered_once_for_every_slave(shared_fixt
     for sid in slow:
         assert fast[sid][:3] == slow[sid][:3], f"server_id {sid}"
     assert any(b[3] for b in fast[2][0]), "the ignore-db slave skipped nothing"
+
+
+def test_the_streams_share_one_numbering_and_parse_each_shape_once(tmp_path):
+    """A master's streams share one key numbering (DumpService.key_shapes, goal 1 of #80): a
+    segment's keys are numbered once for all of them and each shape's first statement is parsed
+    once for every slave, while each slave still decides every key it meets by its own rules."""
+    generate(WorkloadSpec(seed=3, schemas=4, tables_per_schema=2, transactions=300, binlog_format="mixed",
+                          cross_db_share=0.3), tmp_path)
+    svc = DumpService(tmp_path, segment_bytes=20_000)
+    regs = [Registration(server_id=i + 1, filters=(ChannelSpec(None, rules),)) for i, rules in enumerate(RULES)]
+    for reg in regs:
+        svc.register(reg)
+    for reg in regs:
+        for b in svc.stream(reg.server_id):
+            if b.caught_up:
+                break
+    shapes = svc.key_shapes
+    decided = [svc.slaves[reg.server_id].statement_path.keys_decided for reg in regs]
+    assert all(d > 0 for d in decided), decided
+    assert 0 < len(shapes.parses) <= len(shapes), (len(shapes.parses), len(shapes))
+    assert sum(decided) > len(shapes)  # decided per slave, numbered and parsed once
