@@ -52,7 +52,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, Made, made_rows
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, Made, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
 from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, TableName, _unit_tables, envelope_key,
@@ -372,18 +372,18 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for counter in counters:
         counter.out.statements = counters[0].out.statements
     lone.buffer(units, formats, txn)
-    for group in {id(c.group): c.group for c in counters}.values():
-        group.buffer(lone)
-    rows: Made = {}  # every slave's answers (`made_rows`)
-    walks = []
+    # Each rule group's answers, made once for its slaves; the answers per unit from keep bytes for
+    # all groups at once: one read of the units' Table_maps and one of their statement keys per 64
+    # distinct answers, not one per slave.
+    groups: dict[int, GroupAnswers] = {}
     for counter in counters:
         counter.out.tables = tables
-        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, fast_only=not other))
-    # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
-    # Table_maps and one of their statement keys per 64 distinct answers, not one per slave.
-    rows.update(made_rows(units, names, formats, [walk.wanted() for walk in walks]))
-    for walk in _count_all(walks, units, bounds, width):
-        _walk(walk, bounds, width)
+        if id(counter.group) not in groups:
+            counter.group.buffer(lone)
+            groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
+    rows = made_rows(units, names, formats, [a.wanted() for a in groups.values()])
+    for counter in _count_all(counters, groups, rows, txn, units, bounds, width, crc):
+        _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn, rows), bounds, width)
     return current
 
 
@@ -394,53 +394,59 @@ def _joined(cuts: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
     return [(unit, at - at % width) for unit, at in starts]
 
 
-def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple[int, int, int]],
-               width: int) -> list[CountWalk]:
+def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], rows: Made,
+               txn: Callable[[int], Transaction], units: _core.UnitList, bounds: list[tuple[int, int, int]],
+               width: int, crc: bool) -> list[_SlaveCounter]:
     """Every slave whose answers leave no unit to Python counted over the whole buffer in one call
     of the core's count walk for all of them (`UnitList.count_many`, bucket by bucket), as `_walk`
-    counts each; the others returned, their counts untouched, for `_walk`."""
-    fast: list[tuple[CountWalk, int]] = []
+    counts each; the others returned, their counts untouched, for `_walk`. Answers are read per
+    rule group (`groups`), each job's buckets once for the slaves it counts."""
+    at = bounds[0][0]
     jobs: list[_core.CountJob] = []
-    alike: dict[tuple[object, ...], int] = {}
-    cut: dict[int, bool] = {}  # by row (alive for the call): whether it keeps a unit in part
+    alike: dict[tuple[object, ...], list[_SlaveCounter]] = {}
+    # By rule group (alive for the call): its answers, and whether they keep a unit in part.
+    answered: dict[int, tuple[bytes, bool] | None] = {}
     left = []
-    for walk in walks:
-        counter = walk.counter
-        answers = walk.answers(bounds[0][0]) if walk.n else None
-        if answers is None or (not walk.fast_only and ROW_SLOW in answers[2]):
-            left.append(walk)
+    for counter in counters:
+        a = groups[id(counter.group)]
+        if id(a) not in answered:
+            row = a.row(rows, at, txn) if a.n else None
+            answered[id(a)] = None if row is None or (not a.fast_only and ROW_SLOW in row) else (
+                row, ROW_PARTIAL in row)
+        found = answered[id(a)]
+        if found is None:
+            left.append(counter)
             continue
-        keep, stmt_keep, row = answers
+        row, partial = found
         # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
-        # bytes are read only where a unit is kept in part, which each row is read for once: the
-        # walk holds it for the call).
-        partial = cut.get(id(row))
-        if partial is None:
-            partial = cut[id(row)] = ROW_PARTIAL in row
-        row = row if len(row) == walk.n else row[:walk.n]  # (the buffer's units end there)
+        # bytes are read only where a unit is kept in part).
         owed = counter.out.heartbeat_size if counter.pending else 0
         policy = counter.policy
-        key = (row, keep if partial else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept, walk.crc, owed)
-        k = alike.setdefault(key, len(jobs))
-        if k == len(jobs):
-            jobs.append(_core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep))
-        fast.append((walk, k))
-    if not fast:
+        key = (row, a.keep if partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
+        same = alike.get(key)
+        if same is None:
+            same = alike[key] = []
+            jobs.append(_core.CountJob(row, a.keep, counter.config(crc), owed, a.stmt_keep))
+        same.append(counter)
+    if not jobs:
         return left
-    carry = fast[0][0].counter.out.heartbeat_size
+    carry = counters[0].out.heartbeat_size  # (the chunk's file's: every counter's)
     done = units.count_many(jobs, [a for a, _, _ in bounds], carry)
-    for walk, k in fast:
-        counter, got = walk.counter, done[k]
-        if got.walk.next < walk.n or counter.out.heartbeat_size != carry:
-            left.append(walk)
+    minutes = width == MINUTE
+    for job, got, same in zip(jobs, done, alike.values()):
+        r = got.walk
+        if r.next < len(job.row):
+            left += same
             continue
-        counter.lead(jobs[k].row[bounds[0][0]])
-        counter.walked(got.walk)
-        out = counter.out
-        if width != MINUTE:
-            out.by_minute = None
-        for (_, _, bucket), read, sent in zip(bounds, got.read_by_bucket, got.sent_by_bucket):
-            if bucket >= 0:
+        buckets = [(bucket, read, sent) for (_, _, bucket), read, sent in
+                   zip(bounds, got.read_by_bucket, got.sent_by_bucket) if bucket >= 0]
+        for counter in same:
+            counter.lead(job.row[at])
+            counter.walked(r)
+            out = counter.out
+            if not minutes:
+                out.by_minute = None
+            for bucket, read, sent in buckets:
                 _bucket(out.by_hour, out.by_minute, bucket, read, sent)
     return left
 
