@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
@@ -52,7 +52,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, Made, made_rows
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
 from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, TableName, _unit_tables, envelope_key,
@@ -151,19 +151,6 @@ class _SlaveCounter:
     def config(self, crc: bool) -> _core.SendConfig:
         return _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept, server_id=0,
                                 heartbeat_crc=crc)
-
-    def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
-            stmt_keep: bytes | None = None) -> int:
-        """Units i.. of `units` as the master's `UnitList.send` walks them (one job, counted);
-        returns the first unit the walk left to `unit`. (The skipped units' forms under the
-        placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
-        if row[i] == ROW_SLOW:
-            return i
-        self.lead(row[i])
-        owed = self.out.heartbeat_size if self.pending else 0
-        r = units.count_many([_core.CountJob(row, keep, self.config(crc), owed, stmt_keep)], [i], 0)[0].walk
-        self.walked(r)
-        return r.next
 
     def lead(self, answer: int) -> None:
         """A walk starts at a unit with `answer`: a skip before anything is sent leads the chunk."""
@@ -381,9 +368,11 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         if id(counter.group) not in groups:
             counter.group.buffer(lone)
             groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
-    rows = made_rows(units, names, formats, [a.wanted() for a in groups.values()])
-    for counter in _count_all(counters, groups, rows, txn, units, bounds, width, crc):
-        _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn, rows), bounds, width)
+    rows = made_rows(units, names, formats, [(a.keep, a.stmt, a.guards) for a in groups.values()])
+    for a in groups.values():
+        a.answer(rows, bounds[0][0], txn)
+    for counter in _count_all(counters, groups, units, bounds, width, crc):
+        _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn), bounds, width)
     return current
 
 
@@ -394,39 +383,29 @@ def _joined(cuts: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
     return [(unit, at - at % width) for unit, at in starts]
 
 
-def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], rows: Made,
-               txn: Callable[[int], Transaction], units: _core.UnitList, bounds: list[tuple[int, int, int]],
-               width: int, crc: bool) -> list[_SlaveCounter]:
-    """Every slave whose answers leave no unit to Python counted over the whole buffer in one call
-    of the core's count walk for all of them (`UnitList.count_many`, bucket by bucket), as `_walk`
-    counts each; the others returned, their counts untouched, for `_walk`. Answers are read per
-    rule group (`groups`), each job's buckets once for the slaves it counts."""
-    at = bounds[0][0]
+def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], units: _core.UnitList,
+               bounds: list[tuple[int, int, int]], width: int, crc: bool) -> list[_SlaveCounter]:
+    """Every slave whose answers (its rule group's, `groups`) leave no unit to Python counted over
+    the whole buffer in one call of the core's count walk for all of them (`UnitList.count_many`,
+    bucket by bucket), as `_walk` counts each; the others returned, their counts untouched, for
+    `_walk`."""
     jobs: list[_core.CountJob] = []
     alike: dict[tuple[object, ...], list[_SlaveCounter]] = {}
-    # By rule group (alive for the call): its answers, and whether they keep a unit in part.
-    answered: dict[int, tuple[bytes, bool] | None] = {}
     left = []
     for counter in counters:
         a = groups[id(counter.group)]
-        if id(a) not in answered:
-            row = a.row(rows, at, txn) if a.n else None
-            answered[id(a)] = None if row is None or (not a.fast_only and ROW_SLOW in row) else (
-                row, ROW_PARTIAL in row)
-        found = answered[id(a)]
-        if found is None:
+        if not a.n or a.slow:
             left.append(counter)
             continue
-        row, partial = found
         # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
         # bytes are read only where a unit is kept in part).
         owed = counter.out.heartbeat_size if counter.pending else 0
         policy = counter.policy
-        key = (row, a.keep if partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
+        key = (a.row, a.keep if a.partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
         same = alike.get(key)
         if same is None:
             same = alike[key] = []
-            jobs.append(_core.CountJob(row, a.keep, counter.config(crc), owed, a.stmt_keep))
+            jobs.append(_core.CountJob(a.row, a.keep, counter.config(crc), owed, a.stmt_keep))
         same.append(counter)
     if not jobs:
         return left
@@ -441,7 +420,7 @@ def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], r
         buckets = [(bucket, read, sent) for (_, _, bucket), read, sent in
                    zip(bounds, got.read_by_bucket, got.sent_by_bucket) if bucket >= 0]
         for counter in same:
-            counter.lead(job.row[at])
+            counter.lead(job.row[bounds[0][0]])
             counter.walked(r)
             out = counter.out
             if not minutes:

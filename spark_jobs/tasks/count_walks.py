@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from dumpfilter import _core
 from dumpfilter.codec import Transaction
-from dumpfilter.codec.scanner import ROW_SLOW
+from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
@@ -46,7 +46,7 @@ def made_rows(units: _core.UnitList, names: list[TableName], formats: list[tuple
 
 class GroupAnswers:
     """One rule group's answers over a buffer's `n` units, the same for each of its slaves: its keep
-    bytes per name and per statement key (`keys`: the buffer's), and per unit (`row`). `fast_only`:
+    bytes per name and per statement key (`keys`: the buffer's), and per unit (`answer`). `fast_only`:
     every unit of the buffer is fast (none left to Python), so none is read for the row but those
     a gate's guard leaves (`_guarded`)."""
 
@@ -59,32 +59,27 @@ class GroupAnswers:
         self.stmt = group.keeps.rows(keys) if self.space is not None else None
         self.keep = group.keeps.tables(names)  # the group's keep bytes per name
         self.stmt_keep = None if self.stmt is None else self.stmt.keep
-        self._row: bytes | None = None
+        self.row, self.slow, self.partial = b"", True, False
 
-    def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
-        """What the group's answers are made of (`made_rows`)."""
-        return self.keep, self.stmt, self.guards
-
-    def row(self, rows: Made, at: int, txn: Callable[[int], Transaction]) -> bytes:
-        """The group's answers per unit from `at` (`rows`: `made_rows`'), the units left to Python
-        answered for the group (`RuleGroup.mark`), cut to the buffer's units."""
-        if self._row is None:
-            key = (self.keep, self.stmt_keep, self.guards)
-            made = rows[key]
-            made = made if self.fast_only else self.group.mark(made, at, txn, key)
-            self._row = made if len(made) == self.n else made[:self.n]
-        return self._row
+    def answer(self, rows: Made, at: int, txn: Callable[[int], Transaction]) -> None:
+        """The group's answers per unit from `at` (`rows`: `made_rows`'), each unit left to Python
+        answered for the group (`RuleGroup.mark`), cut to the buffer's units; whether one is still
+        left to Python (`slow`), whether one is kept in part (`partial`)."""
+        key = (self.keep, self.stmt_keep, self.guards)
+        row = rows[key] if self.fast_only else self.group.mark(rows[key], at, txn, key)
+        self.row = row = row if len(row) == self.n else row[:self.n]
+        self.slow, self.partial = not self.fast_only and ROW_SLOW in row, ROW_PARTIAL in row
 
 
 class CountWalk:
     """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
     them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `answers`: its rule
-    group's, `rows` the buffer's (`made_rows`)."""
+    group's."""
 
     def __init__(self, counter: _SlaveCounter, answers: GroupAnswers, units: _core.UnitList,
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Made) -> None:
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction]) -> None:
         self.counter, self.answers, self.units, self.keys, self.crc = counter, answers, units, keys, crc
-        self.txn, self.rows, self.n = txn, rows, answers.n
+        self.txn, self.n = txn, answers.n
         self.hour(0, self.n)
 
     def hour(self, start: int, stop: int) -> None:
@@ -101,16 +96,24 @@ class CountWalk:
         return self.keys
 
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
-        # (`stmt`: the keys' answers the driver asked its keep table for, the group's own)
+        """Units `at`.. as the master's `UnitList.send` walks them (one job of the core's count
+        walk, counted), to the first unit the walk leaves to `step`. (`stmt`: the keys' answers
+        the driver asked its keep table for, the group's own; the skipped units' forms under the
+        placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
         if at == self.declined:
             return None
-        a = self.answers
-        cut = self.cut
-        if cut is None:  # the walk ends with the hour: its answers end there
-            row = a.row(self.rows, at, self.txn)
-            cut = self.cut = row if self.stop == self.n else row[:self.stop]
-        self.declined = self.counter.run(self.units, cut, a.keep, at, self.crc, a.stmt_keep)
-        return _Counted(self.declined)
+        a, c = self.answers, self.counter
+        if self.cut is None:  # the walk ends with the hour: its answers end there
+            self.cut = a.row if self.stop == self.n else a.row[:self.stop]
+        if self.cut[at] != ROW_SLOW:
+            c.lead(self.cut[at])
+            owed = c.out.heartbeat_size if c.pending else 0
+            job = _core.CountJob(self.cut, a.keep, c.config(self.crc), owed, a.stmt_keep)
+            r = self.units.count_many([job], [at], 0)[0].walk
+            c.walked(r)
+            at = r.next
+        self.declined = at
+        return _Counted(at)
 
     def step(self, at: int) -> int:
         self.counter.unit(self.txn(at), at)
