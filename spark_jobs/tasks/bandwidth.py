@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 from dumpfilter import _core
 from dumpfilter.codec import Event, EventType, Transaction
 from dumpfilter.codec.constants import CHECKSUM_CRC32
-from dumpfilter.codec.scanner import KINDS, ROW_PARTIAL, ROW_SKIP, ROW_SLOW, Scanner, unit_events
+from dumpfilter.codec.scanner import KINDS, ROW_SKIP, Scanner, unit_events
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
@@ -52,7 +52,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, Made, made_rows
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
 from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, TableName, _unit_tables, envelope_key,
@@ -151,19 +151,6 @@ class _SlaveCounter:
     def config(self, crc: bool) -> _core.SendConfig:
         return _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept, server_id=0,
                                 heartbeat_crc=crc)
-
-    def run(self, units: _core.UnitList, row: bytes, keep: bytes, i: int, crc: bool,
-            stmt_keep: bytes | None = None) -> int:
-        """Units i.. of `units` as the master's `UnitList.send` walks them (one job, counted);
-        returns the first unit the walk left to `unit`. (The skipped units' forms under the
-        placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
-        if row[i] == ROW_SLOW:
-            return i
-        self.lead(row[i])
-        owed = self.out.heartbeat_size if self.pending else 0
-        r = units.count_many([_core.CountJob(row, keep, self.config(crc), owed, stmt_keep)], [i], 0)[0].walk
-        self.walked(r)
-        return r.next
 
     def lead(self, answer: int) -> None:
         """A walk starts at a unit with `answer`: a skip before anything is sent leads the chunk."""
@@ -372,18 +359,20 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     for counter in counters:
         counter.out.statements = counters[0].out.statements
     lone.buffer(units, formats, txn)
-    for group in {id(c.group): c.group for c in counters}.values():
-        group.buffer(lone)
-    rows: Made = {}  # every slave's answers (`made_rows`)
-    walks = []
+    # Each rule group's answers, made once for its slaves; the answers per unit from keep bytes for
+    # all groups at once: one read of the units' Table_maps and one of their statement keys per 64
+    # distinct answers, not one per slave.
+    groups: dict[int, GroupAnswers] = {}
     for counter in counters:
         counter.out.tables = tables
-        walks.append(CountWalk(counter, units, n, names, keys, crc, txn, rows, fast_only=not other))
-    # Every slave's answers from its keep bytes, for all slaves at once: one read of the units'
-    # Table_maps and one of their statement keys per 64 distinct answers, not one per slave.
-    rows.update(made_rows(units, names, formats, [walk.wanted() for walk in walks]))
-    for walk in _count_all(walks, units, bounds, width):
-        _walk(walk, bounds, width)
+        if id(counter.group) not in groups:
+            counter.group.buffer(lone)
+            groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
+    rows = made_rows(units, names, formats, [(a.keep, a.stmt, a.guards) for a in groups.values()])
+    for a in groups.values():
+        a.answer(rows, bounds[0][0], txn)
+    for counter in _count_all(counters, groups, units, bounds, width, crc):
+        _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn), bounds, width)
     return current
 
 
@@ -394,53 +383,49 @@ def _joined(cuts: list[tuple[int, int]], width: int) -> list[tuple[int, int]]:
     return [(unit, at - at % width) for unit, at in starts]
 
 
-def _count_all(walks: list[CountWalk], units: _core.UnitList, bounds: list[tuple[int, int, int]],
-               width: int) -> list[CountWalk]:
-    """Every slave whose answers leave no unit to Python counted over the whole buffer in one call
-    of the core's count walk for all of them (`UnitList.count_many`, bucket by bucket), as `_walk`
-    counts each; the others returned, their counts untouched, for `_walk`."""
-    fast: list[tuple[CountWalk, int]] = []
+def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], units: _core.UnitList,
+               bounds: list[tuple[int, int, int]], width: int, crc: bool) -> list[_SlaveCounter]:
+    """Every slave whose answers (its rule group's, `groups`) leave no unit to Python counted over
+    the whole buffer in one call of the core's count walk for all of them (`UnitList.count_many`,
+    bucket by bucket), as `_walk` counts each; the others returned, their counts untouched, for
+    `_walk`."""
     jobs: list[_core.CountJob] = []
-    alike: dict[tuple[object, ...], int] = {}
-    cut: dict[int, bool] = {}  # by row (alive for the call): whether it keeps a unit in part
+    alike: dict[tuple[object, ...], list[_SlaveCounter]] = {}
     left = []
-    for walk in walks:
-        counter = walk.counter
-        answers = walk.answers(bounds[0][0]) if walk.n else None
-        if answers is None or (not walk.fast_only and ROW_SLOW in answers[2]):
-            left.append(walk)
+    for counter in counters:
+        a = groups[id(counter.group)]
+        if not a.n or a.slow:
+            left.append(counter)
             continue
-        keep, stmt_keep, row = answers
         # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
-        # bytes are read only where a unit is kept in part, which each row is read for once: the
-        # walk holds it for the call).
-        partial = cut.get(id(row))
-        if partial is None:
-            partial = cut[id(row)] = ROW_PARTIAL in row
-        row = row if len(row) == walk.n else row[:walk.n]  # (the buffer's units end there)
+        # bytes are read only where a unit is kept in part).
         owed = counter.out.heartbeat_size if counter.pending else 0
         policy = counter.policy
-        key = (row, keep if partial else b"", stmt_keep, policy.walk_skip, policy.partial_as_kept, walk.crc, owed)
-        k = alike.setdefault(key, len(jobs))
-        if k == len(jobs):
-            jobs.append(_core.CountJob(row, keep, counter.config(walk.crc), owed, stmt_keep))
-        fast.append((walk, k))
-    if not fast:
+        key = (a.row, a.keep if a.partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
+        same = alike.get(key)
+        if same is None:
+            same = alike[key] = []
+            jobs.append(_core.CountJob(a.row, a.keep, counter.config(crc), owed, a.stmt_keep))
+        same.append(counter)
+    if not jobs:
         return left
-    carry = fast[0][0].counter.out.heartbeat_size
+    carry = counters[0].out.heartbeat_size  # (the chunk's file's: every counter's)
     done = units.count_many(jobs, [a for a, _, _ in bounds], carry)
-    for walk, k in fast:
-        counter, got = walk.counter, done[k]
-        if got.walk.next < walk.n or counter.out.heartbeat_size != carry:
-            left.append(walk)
+    minutes = width == MINUTE
+    for job, got, same in zip(jobs, done, alike.values()):
+        r = got.walk
+        if r.next < len(job.row):
+            left += same
             continue
-        counter.lead(jobs[k].row[bounds[0][0]])
-        counter.walked(got.walk)
-        out = counter.out
-        if width != MINUTE:
-            out.by_minute = None
-        for (_, _, bucket), read, sent in zip(bounds, got.read_by_bucket, got.sent_by_bucket):
-            if bucket >= 0:
+        buckets = [(bucket, read, sent) for (_, _, bucket), read, sent in
+                   zip(bounds, got.read_by_bucket, got.sent_by_bucket) if bucket >= 0]
+        for counter in same:
+            counter.lead(job.row[bounds[0][0]])
+            counter.walked(r)
+            out = counter.out
+            if not minutes:
+                out.by_minute = None
+            for bucket, read, sent in buckets:
                 _bucket(out.by_hour, out.by_minute, bucket, read, sent)
     return left
 

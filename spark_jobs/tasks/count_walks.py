@@ -1,8 +1,9 @@
-"""One slave's count walk over one scanned buffer of `experiment`'s chunk (`CountWalk`, a
-rules.walk_driver.Walk): its answers per unit from its keep bytes (`answers`, made for every slave
-of the buffer at once by `made_rows`), the core's count walk over each run of units it can take, the
-rest one unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which adds
-what each did to the slave's counts."""
+"""One rule group's answers over one scanned buffer of `experiment`'s chunk (`GroupAnswers`: made
+once for the group's slaves, from keep bytes made for every group of the buffer at once by
+`made_rows`), and the count walk of a slave the core's one call for all leaves units to
+(`CountWalk`, a rules.walk_driver.Walk): the core's count walk over each run of units it can take,
+the rest one unit at a time by its counter (spark_jobs.tasks.bandwidth's `_SlaveCounter`), which
+adds what each did to the slave's counts."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from dumpfilter import _core
 from dumpfilter.codec import Transaction
-from dumpfilter.codec.scanner import ROW_SLOW
+from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
 if TYPE_CHECKING:
     from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
+    from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
 
 
 class _Counted(NamedTuple):
@@ -42,30 +44,43 @@ def made_rows(units: _core.UnitList, names: list[TableName], formats: list[tuple
             for (key, (keep, _, guards)), row in zip(todo.items(), rows)}
 
 
+class GroupAnswers:
+    """One rule group's answers over a buffer's `n` units, the same for each of its slaves: its keep
+    bytes per name and per statement key (`keys`: the buffer's), and per unit (`answer`). `fast_only`:
+    every unit of the buffer is fast (none left to Python), so none is read for the row but those
+    a gate's guard leaves (`_guarded`)."""
+
+    def __init__(self, group: RuleGroup, units: _core.UnitList, n: int, names: list[TableName],
+                 keys: list[_core.StatementKey], fast_only: bool) -> None:
+        self.group, self.n = group, n
+        self.guards = group.filter.decider.checks_annotations
+        self.fast_only = fast_only and not self.guards
+        self.space = units if group.keeps.keys_enabled and keys else None
+        self.stmt = group.keeps.rows(keys) if self.space is not None else None
+        self.keep = group.keeps.tables(names)  # the group's keep bytes per name
+        self.stmt_keep = None if self.stmt is None else self.stmt.keep
+        self.row, self.slow, self.partial = b"", True, False
+
+    def answer(self, rows: Made, at: int, txn: Callable[[int], Transaction]) -> None:
+        """The group's answers per unit from `at` (`rows`: `made_rows`'), each unit left to Python
+        answered for the group (`RuleGroup.mark`), cut to the buffer's units; whether one is still
+        left to Python (`slow`), whether one is kept in part (`partial`)."""
+        key = (self.keep, self.stmt_keep, self.guards)
+        row = rows[key] if self.fast_only else self.group.mark(rows[key], at, txn, key)
+        self.row = row = row if len(row) == self.n else row[:self.n]
+        self.slow, self.partial = not self.fast_only and ROW_SLOW in row, ROW_PARTIAL in row
+
+
 class CountWalk:
     """One slave over a buffer's units (rules.walk_driver.Walk), as the master's send walk sends
-    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `rows`: the buffer's
-    answers, shared by its slaves; `keys`: the buffer's statement keys; `fast_only`: every unit of
-    the buffer is fast (none left to Python)."""
+    them: compiled runs, the rest one unit at a time (`_SlaveCounter.unit`). `answers`: its rule
+    group's."""
 
-    def __init__(self, counter: _SlaveCounter, units: _core.UnitList, n: int, names: list[TableName],
-                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction], rows: Made,
-                 fast_only: bool = False) -> None:
-        self.counter, self.units, self.n, self.keys, self.crc = counter, units, n, keys, crc
-        self.txn, self.rows = txn, rows
-        # Every unit of the buffer fast (a ROW binlog's segment): no answer is left to Python but
-        # those a gate's guard leaves (`_guarded`), and no row is read for one.
-        self.fast_only = fast_only and not counter.guards
-        self.space = units if counter.group.keeps.keys_enabled and keys else None
-        # The statement keys' answers (the driver asks its keep table for the same at its first run).
-        self.stmt = counter.group.keeps.rows(keys) if self.space is not None else None
-        self.keep = counter.group.keeps.tables(names)  # the slave's keep bytes per name
-        self.row: bytes | None = None
-        self.hour(0, n)
-
-    def wanted(self) -> tuple[bytes, KeyRows | None, bool]:
-        """What the slave's answers are made of (`made_rows`)."""
-        return self.keep, self.stmt, self.counter.guards
+    def __init__(self, counter: _SlaveCounter, answers: GroupAnswers, units: _core.UnitList,
+                 keys: list[_core.StatementKey], crc: bool, txn: Callable[[int], Transaction]) -> None:
+        self.counter, self.answers, self.units, self.keys, self.crc = counter, answers, units, keys, crc
+        self.txn, self.n = txn, answers.n
+        self.hour(0, self.n)
 
     def hour(self, start: int, stop: int) -> None:
         """The units of the next hour: the walk ends with it, its answers end there (a run that
@@ -75,36 +90,30 @@ class CountWalk:
         self.declined = -1  # where the walk last stopped: a unit for `step`
 
     def key_space(self, at: int) -> object | None:
-        return self.space
+        return self.answers.space
 
     def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
         return self.keys
 
-    def answers(self, at: int) -> tuple[bytes, bytes | None, bytes]:
-        """The slave's keep bytes per name and per statement key, and its answers per unit from
-        `at` (`run`'s, with the keys' rows its driver would ask its keep table for)."""
-        return self._answer(at, self.stmt)
-
     def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
+        """Units `at`.. as the master's `UnitList.send` walks them (one job of the core's count
+        walk, counted), to the first unit the walk leaves to `step`. (`stmt`: the keys' answers
+        the driver asked its keep table for, the group's own; the skipped units' forms under the
+        placeholder and empty-transaction policies are made once per buffer by the UnitList.)"""
         if at == self.declined:
             return None
-        keep, stmt_keep, row = self._answer(at, stmt)
-        cut = self.cut
-        if cut is None:  # the walk ends with the hour: its answers end there
-            cut = self.cut = row if self.stop == self.n else row[:self.stop]
-        self.declined = self.counter.run(self.units, cut, keep, at, self.crc, stmt_keep)
-        return _Counted(self.declined)
-
-    def _answer(self, at: int, stmt: KeyRows | None) -> tuple[bytes, bytes | None, bytes]:
-        counter, keep = self.counter, self.keep
-        stmt_keep = None if stmt is None else stmt.keep
-        if self.row is None:  # (made for every slave of the buffer by `made_rows`)
-            key = (keep, stmt_keep, counter.guards)
-            # the units left to Python answered for the slave's rule group (`RuleGroup.mark`): part
-            # of what decides a run, so of its key
-            made = self.rows[key]
-            self.row = made if self.fast_only else counter.group.mark(made, at, self.txn, key)
-        return keep, stmt_keep, self.row
+        a, c = self.answers, self.counter
+        if self.cut is None:  # the walk ends with the hour: its answers end there
+            self.cut = a.row if self.stop == self.n else a.row[:self.stop]
+        if self.cut[at] != ROW_SLOW:
+            c.lead(self.cut[at])
+            owed = c.out.heartbeat_size if c.pending else 0
+            job = _core.CountJob(self.cut, a.keep, c.config(self.crc), owed, a.stmt_keep)
+            r = self.units.count_many([job], [at], 0)[0].walk
+            c.walked(r)
+            at = r.next
+        self.declined = at
+        return _Counted(at)
 
     def step(self, at: int) -> int:
         self.counter.unit(self.txn(at), at)
