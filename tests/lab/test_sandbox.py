@@ -14,10 +14,8 @@ import pymysql
 import pytest
 
 from dumpfilter.lab.sandbox import (
-    BinlogApplyError,
     MariaDBServer,
     ServerStartError,
-    apply_binlog,
     diff_snapshots,
     make_replica,
     replica_status,
@@ -25,6 +23,7 @@ from dumpfilter.lab.sandbox import (
     stop_servers,
     wait_caught_up,
 )
+from tests.support.binlog_apply import BinlogApplyError, apply_binlog
 
 pytestmark = pytest.mark.mariadb
 

@@ -1,4 +1,5 @@
-"""Replaying binlog files into a sandbox server: `mariadb-binlog ... | mariadb`."""
+"""Replaying binlog files into a sandbox server: `mariadb-binlog ... | mariadb` (the tests' and benches'
+oracle of what a binlog does to a real server; the product's --apply is slave.apply)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .server import MariaDBServer, SandboxError, _require_binary
+from dumpfilter.lab.sandbox.server import MariaDBServer, SandboxError, _require_binary
 
 
 # "ERROR 1062 (23000) at line 57: Duplicate entry ..." (mariadb client, no --force)
