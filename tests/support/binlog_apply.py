@@ -45,8 +45,8 @@ def apply_binlog(
     for f in files:
         if not Path(f).is_file():
             raise BinlogApplyError(f"binlog file not found: {f}")
-    binlog_tool = _require_binary("mariadb-binlog", server.basedir)
-    client = _require_binary("mariadb", server.basedir)
+    binlog_tool = _require_binary("mariadb-binlog")
+    client = _require_binary("mariadb")
     if not server.running:
         raise SandboxError(f"server {server.name} is not running")
 
