@@ -166,6 +166,9 @@ class MariaDBServer:
     Root has no password over TCP; `repl_user`/`repl_password` may replicate.
     """
 
+    start_timeout = 30.0  # seconds for a started mariadbd to accept connections
+    stop_timeout = 15.0  # seconds from SIGTERM to SIGKILL
+
     def __init__(
         self,
         name: str,
@@ -175,8 +178,6 @@ class MariaDBServer:
         binlog_format: str = "ROW",
         options: Sequence[str] = (),
         tmp_root: str | os.PathLike[str] | None = None,
-        start_timeout: float = 30.0,
-        stop_timeout: float = 15.0,
         port: int | None = None,
     ) -> None:
         if not name or "/" in name:
@@ -187,8 +188,6 @@ class MariaDBServer:
         self.binlog_format = binlog_format
         self.options = list(options)
         self.tmp_root = tmp_root
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
         self.repl_user = REPL_USER
         self.repl_password = REPL_PASSWORD
         self.root: Path | None = None
