@@ -18,7 +18,8 @@ from pathlib import Path
 from bench.bench_dump import Master, run_slaves
 from bench.common import write_result
 from dumpfilter.workload import WorkloadSpec, generate
-from dumpfilter.lab.sandbox import MariaDBServer, apply_binlog
+from dumpfilter.lab.sandbox import MariaDBServer
+from tests.support.binlog_apply import apply_binlog
 
 
 def python_mysql_replication(server: MariaDBServer, schema: str) -> tuple[float, int]:

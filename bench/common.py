@@ -148,6 +148,26 @@ def spark_cpu(spark) -> float:
     return time.process_time() + tree_cpu_s(spark.sparkContext._gateway.proc.pid)
 
 
+WARM_MODULES = ("numpy", "dumpfilter.spark_jobs.tasks.segments", "dumpfilter.spark_jobs.tasks.bandwidth")
+
+
+def warm_workers(sc, modules=WARM_MODULES) -> list[int]:
+    """A warm session: one task per core, held long enough for each to get a Python worker of its
+    own, imports what the jobs' tasks import (a fresh worker's first task spent about 0.15-0.3 s on
+    it). Returns the workers' PIDs."""
+    def load(_: int) -> int:
+        import importlib
+        import time
+
+        for module in modules:
+            importlib.import_module(module)
+        time.sleep(0.3)
+        return os.getpid()
+
+    cores = sc.defaultParallelism
+    return sorted(set(sc.parallelize(range(cores), cores).map(load).collect()))
+
+
 @contextlib.contextmanager
 def spark_bench_session(app: str, cores: int, cluster: bool = False):
     """A warm Spark session for a bench's Spark part: `local[cores]`, or (`cluster`) a real
@@ -156,7 +176,7 @@ def spark_bench_session(app: str, cores: int, cluster: bool = False):
     process, the driver JVM, its Python workers and, on the cluster, the Master's, the Workers' and
     their executors'; `start` has the cluster's and the session's start, in seconds, apart."""
     from dumpfilter.lab.spark_cluster import StandaloneCluster
-    from dumpfilter.spark_jobs.session import get_session, warm_workers
+    from dumpfilter.spark_jobs.session import get_session
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     with contextlib.ExitStack() as stack:

@@ -3,12 +3,10 @@ scrape time, totals over every run of this relay directory (as `slave status` sh
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily
 
 if TYPE_CHECKING:
@@ -50,8 +48,3 @@ def registry_for(slave: Slave) -> CollectorRegistry:
     registry = CollectorRegistry()
     registry.register(SlaveCollector(slave))
     return registry
-
-
-def serve_metrics(slave: Slave, port: int, addr: str = "127.0.0.1") -> tuple[WSGIServer, threading.Thread]:
-    """Start the /metrics HTTP endpoint; returns (server, thread) from prometheus_client."""
-    return start_http_server(port, addr=addr, registry=registry_for(slave))

@@ -27,7 +27,7 @@ of the rules is stale: the check is off for the rest of the run, which says so o
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dumpfilter.codec import Event, EventType, Transaction
@@ -35,7 +35,6 @@ from dumpfilter.errors import DumpFilterError, one_line
 from dumpfilter.rules.transaction_filter import decided_events, framing_statement
 
 if TYPE_CHECKING:
-    from dumpfilter._core import LoneText
     from dumpfilter.codec.scanner import UnitRecords
     from dumpfilter.rules.decider import Decider
     from dumpfilter.slave.config import Counters
@@ -125,12 +124,6 @@ class MasterTrust:
         pos = end - (rec.end - rec.last)
         self._judge(end, pos, f"`{one_line(sql, 200)}`" + (f" (default database {db!r})" if db else ""),
                     f"{rec.gtid_domain}-{rec.gtid_server}-{rec.gtid_seq}")
-
-    def lone_run(self, texts: Sequence[LoneText], blob: bytes, units: UnitRecords) -> None:
-        """The lone statements of a compiled relay run (their unit index and texts; the run
-        hands back no framing word, which the check keeps whatever the rules), each checked."""
-        for text in texts:
-            self.lone(text.db, text.sql, blob, units, text.unit)
 
     # -- one event the check drops -----------------------------------------------------------
     def _judge(self, end: int, pos: int, what: str, gtid: str | None) -> None:

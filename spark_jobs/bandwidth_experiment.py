@@ -396,14 +396,10 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
                           verify_checksums=verify_checksums, first_break=True, stop_at_cut=stop_at_cut)
         diverges = [breaks.divergence.writes for breaks in found]
         stops = [bool(breaks) for breaks in found]
-        verdicts = [lint_verdict(str(breaks[0]) if breaks else None, n) for breaks, n in zip(found, diverges)]
+        # candidates.csv's lint column: no break, or the first break's line; and the writes it diverges by
+        verdicts = [("no break" if not breaks else f"a replica stops: {str(breaks[0]).splitlines()[0]}")
+                    + (f"; diverges: {n} writes" if n else "") for breaks, n in zip(found, diverges)]
     return rank_candidates(candidates, totals, list(zip(verdicts, diverges, stops)))
-
-
-def lint_verdict(first_break: str | None, diverges: int | None) -> str:
-    """candidates.csv's lint column: no break, or the first break's line; and the writes it diverges by."""
-    return (("no break" if first_break is None else f"a replica stops: {first_break.splitlines()[0]}")
-            + (f"; diverges: {diverges} writes" if diverges else ""))
 
 
 def rank_candidates(candidates: Sequence[SlaveSpec], totals: Sequence[SlaveCounts],

@@ -23,7 +23,6 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -320,22 +319,3 @@ def _interrupt_noise(record: logging.LogRecord) -> bool:
         exc = exc.__cause__ or exc.__context__
     return True
 
-
-WARM_MODULES = ("numpy", "dumpfilter.spark_jobs.tasks.segments", "dumpfilter.spark_jobs.tasks.bandwidth")
-
-
-def warm_workers(sc: SparkContext, modules: Iterable[str] = WARM_MODULES) -> list[int]:
-    """A warm session: one task per core, held long enough for each to get a Python worker of its
-    own, imports what the jobs' tasks import (a fresh worker's first task spent about 0.15-0.3 s on
-    it). Returns the workers' PIDs."""
-    def load(_: int) -> int:
-        import importlib
-        import time
-
-        for module in modules:
-            importlib.import_module(module)
-        time.sleep(0.3)
-        return os.getpid()
-
-    cores = sc.defaultParallelism
-    return sorted(set(sc.parallelize(range(cores), cores).map(load).collect()))

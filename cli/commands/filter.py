@@ -76,30 +76,17 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def input_files(targets: list[str]) -> list[Path]:
-    """Every binlog file the arguments stand for, each once (before any output is made)."""
-    from dumpfilter.binlogs.files import input_paths
-
-    return input_paths(targets)
-
-
-def flavor_of(path: Path) -> str:
-    """'mariadb' when the first FDE's server version says MariaDB, else 'mysql'."""
-    from dumpfilter.binlogs.files import binlog_format
-
-    return binlog_format(path).flavor
-
-
 def run(args: argparse.Namespace) -> int:
+    from dumpfilter.binlogs.files import binlog_format, input_paths
     from dumpfilter.binlogs.filtering import filter_files
     from dumpfilter.binlogs.sinks import FileSink, SeriesSink
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.renamer import event_renamer
     from dumpfilter.rules.transaction_filter import TransactionFilter
 
-    paths = input_files(args.files)
-    if args.flavor is None:
-        args.flavor = flavor_of(paths[0])
+    paths = input_paths(args.files)  # every file once, before any output is made
+    if args.flavor is None:  # the first FDE's server version: MariaDB's, else MySQL's
+        args.flavor = binlog_format(paths[0]).flavor
     rules, settings = ruleset_from_args(args)
     engine = RuleEngine(rules, settings, schema=schema_from_args(args))
     tfilter = TransactionFilter(engine, empty_transactions=args.empty_transactions)

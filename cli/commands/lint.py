@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json, raise_cut
 from dumpfilter.binlogs.lint import lint_files
-from dumpfilter.cli.commands.filter import flavor_of, input_files
+from dumpfilter.binlogs.files import binlog_format, input_paths
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.rules.lint import Break
 from dumpfilter.rules.lint_rules import rule_warnings
@@ -58,9 +58,9 @@ def lint_paths(paths: list[Path], args: argparse.Namespace) -> list[Break]:
 
 
 def run(args: argparse.Namespace) -> int:
-    paths = input_files(args.files)
+    paths = input_paths(args.files)
     if args.flavor is None:
-        args.flavor = flavor_of(paths[0])
+        args.flavor = binlog_format(paths[0]).flavor
     breaks = lint_paths(paths, args)
     # A rule that can match no table (`db.`) is accepted, as mysqld accepts it: said, not a break.
     warnings = rule_warnings(ruleset_from_args(args)[0])

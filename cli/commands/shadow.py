@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.master_client import add_connection_options
+from dumpfilter.cli.master_client import MasterClient, add_connection_options
 from dumpfilter.cli.options import add_json_option, emit_json
 
 if TYPE_CHECKING:
-    from dumpfilter.cli.master_client import MasterClient, Row
+    from dumpfilter.cli.master_client import Row
     from dumpfilter.master.serve.grpc_server import MasterServer
     from dumpfilter.topology import Topology
 
@@ -107,12 +107,6 @@ def register(sub: Any) -> None:
     report.set_defaults(func=report_command)
 
 
-def _client(args: argparse.Namespace) -> MasterClient:
-    from dumpfilter.cli.master_client import MasterClient
-
-    return MasterClient.from_args(args)
-
-
 def add_command(args: argparse.Namespace) -> int:
     from dumpfilter.errors import InvalidArgumentError
     from dumpfilter.v1 import dump_pb2
@@ -122,7 +116,7 @@ def add_command(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgumentError(f"{args.file}: cannot read the candidates file: "
                                    f"{getattr(exc, 'strerror', None) or exc}") from None
-    with _client(args) as client:
+    with MasterClient.from_args(args) as client:
         reply = client.call("AddShadow", dump_pb2.AddShadowRequest(candidates=text))
     print(f"counting {', '.join(reply.names)} from {reply.start.file}:{reply.start.pos}")
     return 0
@@ -131,7 +125,7 @@ def add_command(args: argparse.Namespace) -> int:
 def remove_command(args: argparse.Namespace) -> int:
     from dumpfilter.v1 import dump_pb2
 
-    with _client(args) as client:
+    with MasterClient.from_args(args) as client:
         client.call("RemoveShadow", dump_pb2.RemoveShadowRequest(name=args.name))
     print(f"removed {args.name}")
     return 0
@@ -140,7 +134,7 @@ def remove_command(args: argparse.Namespace) -> int:
 def list_command(args: argparse.Namespace) -> int:
     from dumpfilter.v1 import dump_pb2
 
-    with _client(args) as client:
+    with MasterClient.from_args(args) as client:
         reply = client.call("ListShadows", dump_pb2.ListShadowsRequest())
     rows = [shadow_row(c) for c in reply.candidates]
     if emit_json(args, rows):
@@ -172,7 +166,7 @@ def report_command(args: argparse.Namespace) -> int:
                                                             write_report)
     from dumpfilter.v1 import dump_pb2
 
-    with _client(args) as client:
+    with MasterClient.from_args(args) as client:
         reply = client.call("ShadowReport", dump_pb2.ShadowReportRequest())
 
     def rows(items: Any) -> list[dict[str, Any]]:

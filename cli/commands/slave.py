@@ -128,10 +128,12 @@ def run_command(args: argparse.Namespace) -> int:
                          placeholder_runs=args.placeholder_runs, skip_stretches=args.skip_stretches)
     slave = Slave(config)
     if args.metrics_port is not None:
-        from dumpfilter.slave.metrics import serve_metrics
+        from prometheus_client import start_http_server
+
+        from dumpfilter.slave.metrics import registry_for
 
         try:
-            server, _thread = serve_metrics(slave, args.metrics_port)
+            server, _thread = start_http_server(args.metrics_port, addr="127.0.0.1", registry=registry_for(slave))
         except OSError as exc:
             raise DumpFilterError(f"--metrics-port {args.metrics_port}: cannot listen on "
                                   f"127.0.0.1:{args.metrics_port}: {exc.strerror or exc}") from None

@@ -1,9 +1,8 @@
 """Throwaway MariaDB servers on loopback ports, for tests and `dumpfilter verify`.
 
-Start servers, wire replication, replay binlogs and compare table contents.
+Start servers, wire replication and compare table contents.
 """
 
-from .binlog_apply import BinlogApplyError, apply_binlog
 from .replication import (
     ReplicaStatus,
     ReplicationTimeout,
@@ -28,7 +27,6 @@ from .snapshot import SYSTEM_SCHEMAS, Snapshot, TableSnapshot, diff_snapshots, s
 
 __all__ = [
     "SYSTEM_SCHEMAS",
-    "BinlogApplyError",
     "MariaDBServer",
     "ReplicaStatus",
     "ReplicationTimeout",
@@ -36,7 +34,6 @@ __all__ = [
     "ServerStartError",
     "Snapshot",
     "TableSnapshot",
-    "apply_binlog",
     "diff_snapshots",
     "find_binary",
     "follow",

@@ -165,12 +165,7 @@ def _status(raw: dict[str, Any], primary_pos: tuple[str, int], caught_up: bool) 
     )
 
 
-def wait_caught_up(
-    primary: MariaDBServer,
-    replica: MariaDBServer,
-    timeout: float = 30.0,
-    poll: float = 0.05,
-) -> ReplicaStatus:
+def wait_caught_up(primary: MariaDBServer, replica: MariaDBServer, timeout: float = 30.0) -> ReplicaStatus:
     """Wait until the replica executed up to the primary's current binlog end.
 
     Returns early (caught_up=False, stopped_with_error=True) when the SQL or IO
@@ -197,4 +192,4 @@ def wait_caught_up(
                 f"{timeout}s: {st.describe()}",
                 st,
             )
-        time.sleep(poll)
+        time.sleep(0.05)

@@ -69,20 +69,11 @@ class ServerStartError(SandboxError):
     """mariadb-install-db or mariadbd failed; the message carries the log tail."""
 
 
-def find_binary(name: str, basedir: str | os.PathLike[str] | None = None) -> str | None:
-    """Path of a MariaDB program (`mariadbd`, `mariadb`, ...) or None.
-
-    With `basedir`, only <basedir>/{sbin,bin} are searched; otherwise PATH, then
-    the usual sbin/bin directories (root's PATH may lack /usr/sbin).
+def find_binary(name: str) -> str | None:
+    """Path of a MariaDB program (`mariadbd`, `mariadb`, ...) or None: on PATH, then in the usual
+    sbin/bin directories (root's PATH may lack /usr/sbin).
     """
     names = _BINARY_NAMES.get(name, (name,))
-    if basedir is not None:
-        for sub in ("sbin", "bin", "libexec", "scripts"):
-            for n in names:
-                p = Path(basedir, sub, n)
-                if p.is_file() and os.access(p, os.X_OK):
-                    return str(p)
-        return None
     for n in names:
         found = shutil.which(n)
         if found:
@@ -95,16 +86,15 @@ def find_binary(name: str, basedir: str | os.PathLike[str] | None = None) -> str
     return None
 
 
-def mariadb_available(basedir: str | os.PathLike[str] | None = None) -> bool:
+def mariadb_available() -> bool:
     """True when mariadbd, mariadb-install-db, mariadb and mariadb-binlog are all found."""
-    return all(find_binary(n, basedir) for n in _BINARY_NAMES)
+    return all(find_binary(n) for n in _BINARY_NAMES)
 
 
-def _require_binary(name: str, basedir: str | os.PathLike[str] | None) -> str:
-    path = find_binary(name, basedir)
+def _require_binary(name: str) -> str:
+    path = find_binary(name)
     if path is None:
-        where = f"under {basedir}" if basedir else "on PATH"
-        raise SandboxError(f"{name} not found {where}; install MariaDB server/client packages")
+        raise SandboxError(f"{name} not found on PATH; install MariaDB server/client packages")
     return path
 
 
@@ -176,6 +166,9 @@ class MariaDBServer:
     Root has no password over TCP; `repl_user`/`repl_password` may replicate.
     """
 
+    start_timeout = 30.0  # seconds for a started mariadbd to accept connections
+    stop_timeout = 15.0  # seconds from SIGTERM to SIGKILL
+
     def __init__(
         self,
         name: str,
@@ -184,10 +177,7 @@ class MariaDBServer:
         log_bin: bool = True,
         binlog_format: str = "ROW",
         options: Sequence[str] = (),
-        basedir: str | os.PathLike[str] | None = None,
         tmp_root: str | os.PathLike[str] | None = None,
-        start_timeout: float = 30.0,
-        stop_timeout: float = 15.0,
         port: int | None = None,
     ) -> None:
         if not name or "/" in name:
@@ -197,10 +187,7 @@ class MariaDBServer:
         self.log_bin = log_bin
         self.binlog_format = binlog_format
         self.options = list(options)
-        self.basedir = basedir
         self.tmp_root = tmp_root
-        self.start_timeout = start_timeout
-        self.stop_timeout = stop_timeout
         self.repl_user = REPL_USER
         self.repl_password = REPL_PASSWORD
         self.root: Path | None = None
@@ -251,14 +238,14 @@ class MariaDBServer:
     def start(self) -> MariaDBServer:
         if self.running:
             raise SandboxError(f"server {self.name} is already running")
-        mariadbd = _require_binary("mariadbd", self.basedir)
-        install_db = _require_binary("mariadb-install-db", self.basedir)
+        mariadbd = _require_binary("mariadbd")
+        install_db = _require_binary("mariadb-install-db")
         self.root = Path(tempfile.mkdtemp(prefix=f"mdb-{self.name}-", dir=self.tmp_root))
         if len(str(self.root / "mariadbd.sock")) > 100:  # AF_UNIX path limit is 108
             self._socket_dir = Path(tempfile.mkdtemp(prefix="mdbs-", dir="/tmp"))
         (self.root / "tmp").mkdir()
         try:
-            settings = [*_INSTALL_OPTIONS, *_COMMON_OPTIONS, str(self.basedir), str(os.geteuid() == 0)]
+            settings = [*_INSTALL_OPTIONS, *_COMMON_OPTIONS, str(os.geteuid() == 0)]
             key = template_key([install_db, mariadbd], settings)
             copy_fresh_datadir(self.datadir, key, lambda root: self._install(install_db, root))
             for attempt in range(3):
@@ -299,8 +286,6 @@ class MariaDBServer:
             f"--tmpdir={root / 'tmp'}",
             *_COMMON_OPTIONS,
         ]
-        if self.basedir:
-            cmd.append(f"--basedir={self.basedir}")
         if os.geteuid() == 0:
             cmd.append("--user=root")
         log = root / "install.log"
@@ -334,8 +319,6 @@ class MariaDBServer:
             "--max-allowed-packet=256M",
             *_COMMON_OPTIONS,
         ]
-        if self.basedir:
-            cmd.append(f"--basedir={self.basedir}")
         if os.geteuid() == 0:
             cmd.append("--user=root")
         if self.log_bin:
@@ -418,7 +401,7 @@ class MariaDBServer:
         self._kill()
         if while_down is not None:
             while_down()
-        self._launch(_require_binary("mariadbd", self.basedir))
+        self._launch(_require_binary("mariadbd"))
         self._wait_ready()
         return self
 

@@ -8,7 +8,7 @@ import difflib
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 SYSTEM_SCHEMAS = ("mysql", "information_schema", "performance_schema", "sys")
 _AUTO_INC = re.compile(r" AUTO_INCREMENT=\d+")
 _MOD = 1 << 256
+MAX_ROWS = 100_000  # a table's rows kept for the row-by-row diff; past it, its hash alone
+MAX_ROWS_SHOWN = 10  # differing rows listed per table
 
 Row = tuple[str, ...]
 
@@ -32,7 +34,7 @@ class TableSnapshot:
     """One table: normalised definition, row count, order-independent content hash.
 
     Rows are canonical text per value (strings quoted, NULL bare, bytes as 0x..),
-    kept sorted when the table has at most `max_rows` rows, else None.
+    kept sorted when the table has at most MAX_ROWS rows, else None.
     """
 
     schema: str
@@ -79,12 +81,7 @@ def _row_digest(row: Row) -> int:
     return int.from_bytes(hashlib.sha256("\x1f".join(row).encode()).digest(), "big")
 
 
-def snapshot(
-    server: MariaDBServer,
-    *,
-    schemas: Iterable[str] | None = None,
-    max_rows: int = 100_000,
-) -> Snapshot:
+def snapshot(server: MariaDBServer, *, schemas: Iterable[str] | None = None) -> Snapshot:
     """Snapshot every base table of `schemas` (default: all but SYSTEM_SCHEMAS).
 
     The content hash is order independent (sum of per-row SHA-256), so it does
@@ -110,13 +107,13 @@ def snapshot(
                     (schema,),
                 )
                 for (table,) in cur.fetchall():
-                    tables[(schema, table)] = _table_snapshot(conn, schema, table, max_rows)
+                    tables[(schema, table)] = _table_snapshot(conn, schema, table)
     finally:
         conn.close()
     return Snapshot(label=server.name, schemas=tuple(names), tables=tables)
 
 
-def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, table: str, max_rows: int) -> TableSnapshot:
+def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, table: str) -> TableSnapshot:
     fq = f"{quote_identifier(schema)}.{quote_identifier(table)}"
     with conn.cursor() as cur:
         cur.execute(f"SHOW CREATE TABLE {fq}")
@@ -145,7 +142,7 @@ def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, tabl
             total = (total + _row_digest(row)) % _MOD
             count += 1
             if kept is not None:
-                if count > max_rows:
+                if count > MAX_ROWS:
                     kept = None
                 else:
                     kept.append(row)
@@ -202,31 +199,20 @@ def _row_diffs(a: TableSnapshot, b: TableSnapshot, la: str, lb: str, limit: int)
     return out
 
 
-def diff_snapshots(
-    a: Snapshot,
-    b: Snapshot,
-    *,
-    schema_map: Mapping[str, str] | None = None,
-    max_rows_shown: int = 10,
-) -> list[str]:
-    """Human-readable differences between two snapshots; [] when identical.
-
-    `schema_map` renames a's schemas before comparing (e.g. {"a": "b"} after
-    applying a binlog with --rewrite-db=a->b); unmapped schemas keep their name.
-    """
-    m = dict(schema_map or {})
+def diff_snapshots(a: Snapshot, b: Snapshot) -> list[str]:
+    """Human-readable differences between two snapshots (at most MAX_ROWS_SHOWN differing rows a
+    table); [] when identical."""
     la, lb = a.label or "A", b.label or "B"
     if la == lb:
         la, lb = f"{la} (A)", f"{lb} (B)"
     out: list[str] = []
-    a_schemas = {m.get(s, s) for s in a.schemas}
+    a_schemas = set(a.schemas)
     b_schemas = set(b.schemas)
     for s in sorted(a_schemas - b_schemas):
         out.append(f"schema {s}: missing on {lb}")
     for s in sorted(b_schemas - a_schemas):
         out.append(f"schema {s}: only on {lb} (missing on {la})")
-    at = {(m.get(s, s), t): ts for (s, t), ts in a.tables.items()}
-    bt = b.tables
+    at, bt = a.tables, b.tables
     for key in sorted(at.keys() | bt.keys()):
         name = f"{key[0]}.{key[1]}"
         ta, tb = at.get(key), bt.get(key)
@@ -251,5 +237,5 @@ def diff_snapshots(
                 head += f" (row count {la}={ta.row_count} {lb}={tb.row_count})"
             else:
                 head += f" ({ta.row_count} rows on both)"
-            out.append("\n".join([head, *_row_diffs(ta, tb, la, lb, max_rows_shown)]))
+            out.append("\n".join([head, *_row_diffs(ta, tb, la, lb, MAX_ROWS_SHOWN)]))
     return out

@@ -4,7 +4,6 @@ table and the framing and control row) and every stream's time, as CSV rows and 
 
 from __future__ import annotations
 
-import csv
 import html
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from typing import Any
 from dumpfilter.lab.simulate.report import mb
 
 TOP_TABLES = 10
-TABLE_FIELDS = ["slave", "table", "bytes_all", "bytes_payload", "bytes_envelope", "bytes_sent"]
 STREAM_FIELDS = ["slave", "role", "skip_policy", "wall_seconds", "bytes_read", "bytes_sent"]
 
 
@@ -25,19 +23,13 @@ def top_tables(report: dict[str, Any], slave: str, count: int = TOP_TABLES) -> l
 
 
 def write_csvs(report: dict[str, Any], out: Path) -> list[Path]:
-    """report_by_table.csv (every slave's every table) and report_streams.csv (every stream's time)."""
-    paths = []
-    for name, fields, rows in (("report_by_table.csv", TABLE_FIELDS, report.get("by_table")),
-                               ("report_streams.csv", STREAM_FIELDS, report.get("streams"))):
-        if rows is None:
-            continue
-        path = out / name
-        with open(path, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows(rows)
-        paths.append(path)
-    return paths
+    """report_by_table.csv (every slave's every table, as experiment's bandwidth_by_table) and
+    report_streams.csv (every stream's time), by experiment's table writer."""
+    from dumpfilter.spark_jobs.bandwidth_experiment import TABLE_COLUMNS, _write_table
+
+    return [_write_table(rows, fields, out / name, "csv")
+            for name, fields, rows in (("report_by_table", TABLE_COLUMNS, report.get("by_table")),
+                                       ("report_streams", STREAM_FIELDS, report.get("streams"))) if rows is not None]
 
 
 def _e(value: object) -> str:

@@ -23,7 +23,7 @@ then drops, so GTID events are compared by their GTID (and type), every other ev
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,9 +48,6 @@ class Difference:
     policy: str
     transaction: str   # GTID, or "end_log_pos N" for a unit without one
     problem: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"policy": self.policy, "transaction": self.transaction, "problem": self.problem}
 
 
 @dataclass
@@ -77,7 +74,7 @@ class SlaveVerification:
     def to_json(self) -> dict[str, Any]:
         return {"slave": self.slave, "ok": self.ok, "transactions": self.transactions, "compared": self.compared,
                 "total_differences": self.total_differences,
-                "differences": [d.to_json() for d in self.differences]}
+                "differences": [asdict(d) for d in self.differences]}
 
 
 def relay_transactions(relay_dir: Path) -> Iterator[Transaction]:

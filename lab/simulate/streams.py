@@ -2,7 +2,7 @@
 port and `slave.node.Slave`s, each over its own real gRPC channel, each streaming from the first
 binlog file until it is caught up; a few worker threads run the streams (more threads than cores
 only fight over the GIL: they measure nothing). After each stream the master's own counters for
-that slave are read over the Stats RPC. `StreamStop` ends every stream early (Ctrl-C): each
+that slave are read over the Stats RPC. Ctrl-C ends every stream early (the run's stop event): each
 worker returns at its next batch or failed attempt, and nothing writes after `run_streams`."""
 
 from __future__ import annotations
@@ -37,22 +37,8 @@ TIMELINE_POINTS = 1000  # per stream: a point each time the stream covers anothe
 log = logging.getLogger("dumpfilter.lab.simulate")
 
 
-class StreamStop:
-    """Asks every stream of a `run_streams` call to end (Ctrl-C)."""
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-
-    def set(self) -> None:
-        self.event.set()
-
-    def check(self) -> None:
-        if self.event.is_set():
-            raise _Stopped
-
-
 class _Stopped(Exception):
-    """Raised inside a stream's thread to end it when StreamStop is set."""
+    """Raised inside a stream's thread to end it once the run's stop event is set (Ctrl-C)."""
 
 
 @dataclass(frozen=True)
@@ -87,11 +73,11 @@ class _CountingSlave(Slave):
     """A Slave that reports its master position after every batch it has made durable, and
     keeps (file, position, bytes received) per batch."""
 
-    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None], start_file: str = "",
-                 stop: StreamStop | None = None, step: int = 0):
+    def __init__(self, config: SlaveConfig, on_batch: Callable[[str, int], None], start_file: str,
+                 stop: threading.Event, step: int):
         super().__init__(config)
         self._on_batch = on_batch
-        self._stop = stop or StreamStop()
+        self._stop = stop
         self._step = step  # binlog bytes between two timeline points within a file
         self._last = ("", -step)
         self.timeline: list[tuple[str, int, int]] = []
@@ -107,7 +93,8 @@ class _CountingSlave(Slave):
         self.warnings += [w for w in warnings if w not in self.warnings]
 
     def _batch(self, batch: dump_pb2.DumpBatch) -> None:
-        self._stop.check()
+        if self._stop.is_set():
+            raise _Stopped
         sent = self.counters.bytes_received
         super()._batch(batch)
         # One point per event that carries a master position (log_pos: its end in the current
@@ -155,21 +142,21 @@ def master_stats(address: str, server_id: int, user: str = "", password: str = "
 
 def run_streams(address: str, plans: list[StreamJob], *,
                 on_progress: Callable[[StreamJob, str, int], None] | None = None,
-                concurrency: int = WORKERS, first_file: str = "", stop: StreamStop | None = None,
-                binlog_bytes: int = 0) -> list[StreamResult]:
+                concurrency: int = WORKERS, first_file: str = "", binlog_bytes: int = 0) -> list[StreamResult]:
     """Run every plan to caught-up, `concurrency` at a time; results in plan order. A stream that
     fails is recorded with its error (the caller decides what that means). `first_file`: the
-    master's first binlog file, where every stream starts. On KeyboardInterrupt (or `stop`), every
+    master's first binlog file, where every stream starts. On KeyboardInterrupt, every
     stream ends and every worker is joined before it propagates: nothing writes afterwards."""
     results = [StreamResult(plan) for plan in plans]
-    stop = stop or StreamStop()
+    stop = threading.Event()  # set: every stream ends
     todo: queue.SimpleQueue[StreamResult] = queue.SimpleQueue()
     for result in results:
         todo.put(result)
     step = binlog_bytes // TIMELINE_POINTS
 
     def report(message: str) -> None:  # a failed attempt: told once, unless the run is being stopped
-        stop.check()
+        if stop.is_set():
+            raise _Stopped
         log.warning(message)
 
     def one(result: StreamResult) -> None:
@@ -199,7 +186,7 @@ def run_streams(address: str, plans: list[StreamJob], *,
             result.error = f"{exc.code().name}: {exc.details()}"
 
     def worker() -> None:
-        while not stop.event.is_set():
+        while not stop.is_set():
             try:
                 result = todo.get_nowait()
             except queue.Empty:

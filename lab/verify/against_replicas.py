@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import itertools
 import os
 import re
 import signal
@@ -301,7 +302,7 @@ class Verification:
         primary = MariaDBServer("verify-primary", server_id=primary_id, binlog_format=self.binlog_format,
                                 tmp_root=root)
         pending = [primary]
-        extra_id = 1_000_000
+        extra_ids = (i for i in itertools.count(1_000_000) if i not in used)  # the targets' and real replicas'
         for slot in slots:
             lctn = [f"--lower-case-table-names={slot.settings.lower_case_table_names}"] \
                 if slot.settings.lower_case_table_names else []
@@ -311,18 +312,12 @@ class Verification:
                 slot.replica = MariaDBServer(f"verify-{base}-replica", server_id=slot.spec.server_id,
                                              log_bin=False, options=options + lctn, tmp_root=root)
                 pending.append(slot.replica)
-            while extra_id in used:
-                extra_id += 1
-            slot.target = MariaDBServer(f"verify-{base}-dumpfilter", server_id=extra_id, log_bin=False,
+            slot.target = MariaDBServer(f"verify-{base}-dumpfilter", server_id=next(extra_ids), log_bin=False,
                                         options=lctn, tmp_root=root)
-            extra_id += 1
             pending.append(slot.target)
             if slot.spec.kind == "mariadb":
-                while extra_id in used:
-                    extra_id += 1
-                slot.real = MariaDBServer(f"verify-{base}-real", server_id=extra_id, log_bin=False, options=lctn,
-                                          tmp_root=root)
-                extra_id += 1
+                slot.real = MariaDBServer(f"verify-{base}-real", server_id=next(extra_ids), log_bin=False,
+                                          options=lctn, tmp_root=root)
                 pending.append(slot.real)
         self.servers = pending
         self.progress(f"starting {len(pending)} MariaDB servers ({self.binlog_format})")

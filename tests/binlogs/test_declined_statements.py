@@ -21,7 +21,8 @@ from dumpfilter import _core
 from dumpfilter.binlogs import binlog_paths, read_index
 from dumpfilter.cli.app import main
 from dumpfilter.codec import BinlogReader, EventType
-from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, make_replica, snapshot, wait_caught_up
+from dumpfilter.lab.sandbox import diff_snapshots, make_replica, snapshot, wait_caught_up
+from tests.support.binlog_apply import apply_binlog
 from dumpfilter.rules.parse import StartupFilters
 
 from tests.support.dump_helpers import run_slave

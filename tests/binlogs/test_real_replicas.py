@@ -15,7 +15,8 @@ import pytest
 
 from dumpfilter.cli.app import main
 from dumpfilter.binlogs import binlog_paths
-from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, make_replica, snapshot, wait_caught_up
+from dumpfilter.lab.sandbox import diff_snapshots, make_replica, snapshot, wait_caught_up
+from tests.support.binlog_apply import apply_binlog
 
 pytestmark = pytest.mark.mariadb
 

@@ -10,7 +10,8 @@ import pytest
 from dumpfilter.codec import BinlogReader, EventType, group_transactions
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.workload.generator import _Generator
-from dumpfilter.lab.sandbox import apply_binlog, snapshot
+from dumpfilter.lab.sandbox import snapshot
+from tests.support.binlog_apply import apply_binlog
 from dumpfilter.lab.sandbox.server import find_binary
 
 

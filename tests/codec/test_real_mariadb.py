@@ -12,7 +12,8 @@ import pytest
 
 from dumpfilter.codec import BinlogReader, EventType, group_transactions
 from dumpfilter.binlogs import FILE_FRAMING_TYPES, BinlogSeriesWriter, TailingReader, binlog_paths
-from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, snapshot
+from dumpfilter.lab.sandbox import diff_snapshots, snapshot
+from tests.support.binlog_apply import apply_binlog
 from dumpfilter.lab.sandbox.server import find_binary
 
 pytestmark = pytest.mark.mariadb

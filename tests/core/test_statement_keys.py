@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from dumpfilter import _core
 from dumpfilter.codec import BinlogReader, EventType
 from dumpfilter.errors import DumpFilterError
-from dumpfilter.lab.sandbox import apply_binlog
+from tests.support.binlog_apply import apply_binlog
 from dumpfilter.rules.statement_info import Kind
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.workload import WorkloadSpec, generate

@@ -12,7 +12,8 @@ import pytest
 from dumpfilter.binlogs import read_index
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.rules.ruleset import Settings
-from dumpfilter.lab.sandbox import apply_binlog, diff_snapshots, snapshot
+from dumpfilter.lab.sandbox import diff_snapshots, snapshot
+from tests.support.binlog_apply import apply_binlog
 from dumpfilter.lab.sandbox.snapshot import SYSTEM_SCHEMAS
 from dumpfilter.spark_jobs.tasks.local import split_local
 from dumpfilter.spark_jobs.tasks.routing import SplitConfig

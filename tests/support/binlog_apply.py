@@ -1,4 +1,5 @@
-"""Replaying binlog files into a sandbox server: `mariadb-binlog ... | mariadb`."""
+"""Replaying binlog files into a sandbox server: `mariadb-binlog ... | mariadb` (the tests' and benches'
+oracle of what a binlog does to a real server; the product's --apply is slave.apply)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .server import MariaDBServer, SandboxError, _require_binary
+from dumpfilter.lab.sandbox.server import MariaDBServer, SandboxError, _require_binary
 
 
 # "ERROR 1062 (23000) at line 57: Duplicate entry ..." (mariadb client, no --force)
@@ -44,8 +45,8 @@ def apply_binlog(
     for f in files:
         if not Path(f).is_file():
             raise BinlogApplyError(f"binlog file not found: {f}")
-    binlog_tool = _require_binary("mariadb-binlog", server.basedir)
-    client = _require_binary("mariadb", server.basedir)
+    binlog_tool = _require_binary("mariadb-binlog")
+    client = _require_binary("mariadb")
     if not server.running:
         raise SandboxError(f"server {server.name} is not running")
 
