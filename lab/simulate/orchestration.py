@@ -5,6 +5,7 @@ then build the report and, with verify, check the differential property per slav
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 import tempfile
@@ -66,11 +67,11 @@ class SimulationResult:
 
 
 def _free_ids(used: set[int]) -> Iterator[int]:
-    candidate = max(used) + 1
-    while True:
-        if candidate not in used and candidate <= 0xFFFFFFFF:
-            yield candidate
-        candidate += 1
+    """server_ids no slave of the topology has (a replica's are 1 to 2^32-1, MySQL's server_id
+    range): past the highest, then from 1 (a slave at 4294967295 left nothing past it: the search
+    never ended)."""
+    top = max(used)
+    return (k for k in itertools.chain(range(top + 1, 1 << 32), range(1, top)) if k not in used)
 
 
 def plan_streams(topology: Topology, relay_root: Path, *, everything: bool) -> list[StreamJob]:
