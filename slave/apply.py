@@ -88,12 +88,11 @@ def apply_relay(directory: Path, files: list[str], start_pos: int, end_pos: int,
     dec.wait()
     for reader in readers:
         reader.join()
-    run = subprocess.CompletedProcess(client, cli.returncode, None, errs.get("cli", b""))
     dec_err = errs.get("dec", b"").decode("utf-8", "replace").strip()
     # The client first: when it stops at an error, the decoder dies of the closed pipe (SIGPIPE,
     # nothing on its stderr), and the client's message is the one that says what went wrong.
-    if run.returncode != 0:
-        cli_err = _error_line(run.stderr.decode("utf-8", "replace")) or _exit_text("mariadb", run.returncode)
+    if cli.returncode != 0:
+        cli_err = _error_line(errs.get("cli", b"").decode("utf-8", "replace")) or _exit_text("mariadb", cli.returncode)
         raise ApplyError(f"applying {', '.join(files)} failed: {cli_err}")
     if dec.returncode != 0:
         raise ApplyError(f"mariadb-binlog failed on {', '.join(files)}: "

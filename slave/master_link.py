@@ -75,17 +75,15 @@ def say(message: str) -> None:
     print(f"dumpfilter slave: {message}", file=sys.stderr, flush=True)
 
 
+# The master's mapping mirrored, so that the CLI exits the same way for the same cause.
+_ERRORS: dict[grpc.StatusCode, type[DumpFilterError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: RuleError, grpc.StatusCode.NOT_FOUND: UnknownSlaveError,
+    grpc.StatusCode.OUT_OF_RANGE: PositionError, grpc.StatusCode.DATA_LOSS: BinlogError}
+
+
 def master_error(exc: grpc.RpcError) -> DumpFilterError:
     code, details = exc.code(), exc.details() or ""
-    # Mirror the master's mapping so the CLI exits the same way for the same cause.
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        return RuleError(f"master: {details}")
-    if code == grpc.StatusCode.NOT_FOUND:
-        return UnknownSlaveError(f"master: {details}")
-    if code == grpc.StatusCode.OUT_OF_RANGE:
-        return PositionError(f"master: {details}")
-    if code == grpc.StatusCode.DATA_LOSS:
-        return BinlogError(f"master: {details}")
-    return MasterError(code.name, details)
+    kind = _ERRORS.get(code)
+    return kind(f"master: {details}") if kind is not None else MasterError(code.name, details)
 
 

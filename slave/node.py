@@ -462,8 +462,12 @@ class Slave:
                 self.counters.rewritten += changed
                 events = fix_transaction_length(rewritten)
         self.relay.write(events)
-        self.counters.events_relayed += len(events)
-        self.counters.bytes_relayed += sum(e.size for e in events)
+        self.relayed(len(events), sum(e.size for e in events))
+
+    def relayed(self, events: int, size: int) -> None:
+        """One unit written to the relay log (by `_unit`, or as it came by slave.receive), counted."""
+        self.counters.events_relayed += events
+        self.counters.bytes_relayed += size
         self.units_written += 1
         if self.after_unit is not None:
             self.after_unit(self.units_written)

@@ -99,7 +99,8 @@ class BatchWalk:
             if text is not None:
                 start = units[at].start
                 slave.trust.lone(*text, blob, units, at)
-                self._relayed(blob[start:end], 2)
+                slave.relay.write_raw(blob[start:end])
+                slave.relayed(2, end - start)
                 return at + 1
         lone_at = units.lone_control(at)
         if lone_at is not None and blob[lone_at + 4] in _HEARTBEAT_TYPES:
@@ -117,7 +118,8 @@ class BatchWalk:
         rec = units[at]
         raw = blob[rec.start : rec.end]
         if raw_ok and rec.fast and slave._keeps_tables(self.scan.tables, rec):
-            self._relayed(raw, rec.events)
+            slave.relay.write_raw(raw)  # as it came
+            slave.relayed(rec.events, len(raw))
             return at + 1
         events, self.fmt = unit_events(raw, rec.start, self.fmt, path="<stream>", stream_positions=True)
         if slave.names_applied is not None:  # the names the next runs rename
@@ -125,13 +127,3 @@ class BatchWalk:
         for event in events:
             slave._event(event, self.grouper)
         return at + 1
-
-    def _relayed(self, raw: bytes, events: int) -> None:
-        """One unit to the relay log as it came."""
-        slave = self.slave
-        slave.relay.write_raw(raw)
-        slave.counters.events_relayed += events
-        slave.counters.bytes_relayed += len(raw)
-        slave.units_written += 1
-        if slave.after_unit is not None:
-            slave.after_unit(slave.units_written)

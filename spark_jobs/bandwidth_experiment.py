@@ -52,14 +52,12 @@ def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gate
                       *, verify_checksums: bool = True, counted: Counted | None = None) -> list[ChunkCounts]:
     """Every slave's counts per chunk, in this process (`gates`: each slave's master-policy gate,
     `dumpfilter.topology.slave_gates`; None: none); `counted` told after each chunk."""
-    from dumpfilter.spark_jobs.split_by_schema import _chunk_size
-
     parts: list[ChunkCounts] = []
     done = 0
     for chunk in chunks:
         parts += count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
         if counted is not None:
-            done += _chunk_size(chunk)
+            done += chunk.size
             counted(done)
     return parts
 
@@ -71,12 +69,12 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
     (`balanced_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
     the counts travel to the driver. `counted` is told the bytes of the tasks done
     (`SparkCounted`)."""
-    from dumpfilter.spark_jobs.split_by_schema import _chunk_size, balanced_groups
+    from dumpfilter.spark_jobs.split_by_schema import balanced_groups
 
     if not chunks:
         return []
     sc = spark.sparkContext
-    groups = balanced_groups(list(chunks), [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    groups = balanced_groups(list(chunks), [c.size for c in chunks], sc.defaultParallelism)
 
     def count(parts: Iterable[list[Chunk]]) -> Iterator[ChunkCounts]:
         for part in parts:
@@ -86,7 +84,7 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
     job = sc.parallelize(groups, len(groups)).mapPartitions(count)
     if counted is None:
         return job.collect()
-    sizes = [sum(_chunk_size(c) for c in group) for group in groups]
+    sizes = [sum(c.size for c in group) for group in groups]
     with SparkCounted(sc, sizes, counted):
         return job.collect()
 
@@ -327,9 +325,7 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     every, every_gates = slaves + extra, gates + (slave_gates(candidates) if candidates is not None and extra else [])
     counted: Counted | None = None
     if progress is not None:
-        from dumpfilter.spark_jobs.split_by_schema import _chunk_size
-
-        total = sum(_chunk_size(c) for c in chunks)
+        total = sum(c.size for c in chunks)
         progress(0, total)
 
         def counted(done: int) -> None:

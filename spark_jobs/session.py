@@ -195,10 +195,6 @@ def _end_group(proc: subprocess.Popen[bytes], grace: float) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    _close_pipes(proc)
-
-
-def _close_pipes(proc: subprocess.Popen[bytes]) -> None:
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
         if pipe is not None:
             with contextlib.suppress(OSError):

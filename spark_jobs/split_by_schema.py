@@ -89,11 +89,6 @@ def balanced_groups(items: list[_Item], sizes: list[int], groups: int) -> list[l
     return [[items[i] for i in sorted(part)] for part in dealt if part]
 
 
-def _chunk_size(chunk: Chunk) -> int:
-    end = chunk.end if chunk.end is not None else Path(chunk.path).stat().st_size
-    return end - chunk.start
-
-
 def route_chunks(sc: SparkContext, chunks: list[Chunk], config: SplitConfig, seg_dir: Path, *,
                  verify_checksums: bool = True) -> list[ChunkSegments]:
     """Stage 1: chunks (and files) in parallel; each task routes its chunks' units into segment
@@ -110,7 +105,7 @@ def route_chunks(sc: SparkContext, chunks: list[Chunk], config: SplitConfig, seg
                                            router=router, start=start)
 
     items = [(i, chunk, start) for i, (chunk, start) in enumerate(zip(chunks, starts))]
-    groups = balanced_groups(items, [_chunk_size(c) for c in chunks], sc.defaultParallelism)
+    groups = balanced_groups(items, [c.size for c in chunks], sc.defaultParallelism)
     return sc.parallelize(groups, len(groups)).mapPartitions(route).collect()
 
 

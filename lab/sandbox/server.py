@@ -325,7 +325,6 @@ class MariaDBServer:
             cmd += [f"--log-bin={self.binlog_basename}",
                     f"--binlog-format={self.binlog_format}", "--sync-binlog=0"]
         cmd += self.options
-        self.command = cmd
         with open(root / "mariadbd.stderr", "ab") as stderr:
             self._proc = subprocess.Popen(
                 cmd,

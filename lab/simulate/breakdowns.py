@@ -1,10 +1,12 @@
 """What the simulation report shows beside its per-slave rows (issue #60, goals 2 and 4): the
 bytes by table (experiment's counting: each slave's top tables, then the statements that name no
-table and the framing and control row) and every stream's time, as CSV rows and HTML sections."""
+table and the framing and control row) and every stream's time, as CSV rows and HTML sections
+(their tables made as all of report.html's are, `_table`)."""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,24 @@ def _e(value: object) -> str:
     return html.escape("" if value is None else str(value))
 
 
+def _table(headers: list[str], rows: list[list[Any]], numeric: Collection[int] = frozenset(), cls: str = "",
+           row_classes: list[str] | None = None) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = []
+    for n, row in enumerate(rows):
+        cells = []
+        for i, cell in enumerate(row):
+            raw = cell if isinstance(cell, _Raw) else _e(cell)
+            cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
+        mark = row_classes[n] if row_classes else ""
+        body.append((f'<tr class="{mark}">' if mark else "<tr>") + "".join(cells) + "</tr>")
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+class _Raw(str):
+    """Cell content that is already HTML."""
+
+
 def html_sections(report: dict[str, Any]) -> str:
     """The bytes by table (a table per slave: its top tables, then the rows that are no table)
     and every stream's time, as HTML."""
@@ -50,17 +70,13 @@ def html_sections(report: dict[str, Any]) -> str:
                      f"transactions that write no table in a row of their own. The {TOP_TABLES} largest tables "
                      "per slave; report_by_table.csv holds every one, payload and envelope apart.</p>")
         for slave in dict.fromkeys(r["slave"] for r in report["by_table"]):
-            rows = "".join(f"<tr><td>{_e(r['table'])}</td><td class=\"num\">{mb(r['bytes_all'])}</td>"
-                           f"<td class=\"num\">{mb(r.get('bytes_envelope', 0))}</td>"
-                           f"<td class=\"num\">{mb(r['bytes_sent'])}</td></tr>" for r in top_tables(report, slave))
-            parts.append(f"<h3>{_e(slave)}</h3><table class=\"by-table\"><thead><tr><th>table</th>"
-                         "<th>MB in the binlog</th><th>of which envelope MB</th><th>MB sent</th></tr></thead><tbody>"
-                         + rows + "</tbody></table>")
+            rows = [[r["table"], mb(r["bytes_all"]), mb(r.get("bytes_envelope", 0)), mb(r["bytes_sent"])]
+                    for r in top_tables(report, slave)]
+            parts.append(f"<h3>{_e(slave)}</h3>" + _table(["table", "MB in the binlog", "of which envelope MB",
+                                                            "MB sent"], rows, numeric={1, 2, 3}, cls="by-table"))
     if report.get("streams"):
-        rows = "".join(f"<tr><td>{_e(s['slave'])}</td><td>{_e(s['role'])}</td><td>{_e(s['skip_policy'])}</td>"
-                       f"<td class=\"num\">{s['wall_seconds']:.2f}</td><td class=\"num\">{mb(s['bytes_sent'])}</td>"
-                       "</tr>" for s in sorted(report["streams"], key=lambda s: -s["wall_seconds"]))
-        parts.append("<h2>Where the time went: every stream</h2><table class=\"streams\"><thead><tr><th>slave</th>"
-                     "<th>stream</th><th>skip policy</th><th>wall s</th><th>MB sent</th></tr></thead><tbody>"
-                     + rows + "</tbody></table>")
+        rows = [[s["slave"], s["role"], s["skip_policy"], f"{s['wall_seconds']:.2f}", mb(s["bytes_sent"])]
+                for s in sorted(report["streams"], key=lambda s: -s["wall_seconds"])]
+        parts.append("<h2>Where the time went: every stream</h2>" + _table(
+            ["slave", "stream", "skip policy", "wall s", "MB sent"], rows, numeric={3, 4}, cls="streams"))
     return "\n".join(parts)

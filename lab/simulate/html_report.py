@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from dumpfilter.lab.simulate.breakdowns import _e, html_sections
+from dumpfilter.lab.simulate.breakdowns import _e, _Raw, _table, html_sections
 from dumpfilter.lab.simulate.report import (VERIFY_MEANING, lint_breaks, lint_diverges, lint_explanation, lint_fine, mb,
                                             row_cells, summary_line, throughput_line)
 
@@ -28,24 +27,6 @@ code { font-size: 12px; background: #f3f5f7; padding: 1px 3px; border-radius: 3p
 .ok { color: #1a7f37; font-weight: 600; } .bad { color: #cf222e; font-weight: 600; }
 tr.breaks td { background: #fff1f0; } tr.breaks td:first-child { border-left: 4px solid #cf222e; font-weight: 600; }
 """
-
-
-def _table(headers: list[str], rows: list[list[Any]], numeric: Collection[int] = frozenset(), cls: str = "",
-           row_classes: list[str] | None = None) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = []
-    for n, row in enumerate(rows):
-        cells = []
-        for i, cell in enumerate(row):
-            raw = cell if isinstance(cell, _Raw) else _e(cell)
-            cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
-        mark = row_classes[n] if row_classes else ""
-        body.append((f'<tr class="{mark}">' if mark else "<tr>") + "".join(cells) + "</tr>")
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-
-
-class _Raw(str):
-    """Cell content that is already HTML."""
 
 
 def _flag(text: str, fine: bool) -> str:

@@ -43,7 +43,7 @@ def run_real_replicas(master: MasterServer, specs: list[SlaveSpec], *, timeout: 
                                                         server_id=ids[spec.name], log_bin=False).start()
             follow(server, "127.0.0.1", endpoint.port, user=spec.user or "repl", password=spec.password)
         for spec in real:
-            out[spec.name] = _outcome(master.service, servers[spec.name], ids[spec.name], timeout)
+            out[spec.name] = real_outcome(master.service, servers[spec.name], ids[spec.name], timeout)
     finally:
         endpoint.stop()
         for server in servers.values():
@@ -51,7 +51,9 @@ def run_real_replicas(master: MasterServer, specs: list[SlaveSpec], *, timeout: 
     return out
 
 
-def _outcome(service: DumpService, server: MariaDBServer, server_id: int, timeout: float) -> dict[str, Any]:
+def real_outcome(service: DumpService, server: MariaDBServer, server_id: int, timeout: float) -> dict[str, Any]:
+    """How the real replica `server` of the master's MySQL endpoint ended, what it holds and what
+    it was sent (simulate's report; verify's third side takes its ending)."""
     status = wait_fed(server, lambda: service.streamed_to_end(server_id), timeout)
     result: dict[str, Any] = {"server_id": server_id, "caught_up": status["caught_up"], "errno": 0, "error": ""}
     if stopped_on_error(status):

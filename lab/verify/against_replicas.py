@@ -52,11 +52,8 @@ from dumpfilter.lab.sandbox import (
     diff_snapshots,
     follow,
     make_replica,
-    relay_group_at,
     snapshot,
-    stopped_on_error,
     wait_caught_up,
-    wait_fed,
 )
 from dumpfilter.lab.verify.failure_gtids import apply_failure_gtid, gtid_at
 
@@ -461,19 +458,16 @@ class Verification:
         return endpoint
 
     def _real_replica_outcome(self, slot: _Slot, master: MasterServer) -> Outcome:
-        """A real replica of the MySQL endpoint: caught up once the master streamed it the whole
-        binlog and its SQL thread executed everything it read; or where its SQL thread stopped."""
+        """A real replica of the MySQL endpoint (simulate's `real_outcome`): caught up once the
+        master streamed it the whole binlog and its SQL thread executed everything it read; or
+        where its SQL thread (else its IO thread) stopped, in which primary transaction."""
+        from dumpfilter.lab.simulate.real_replicas import real_outcome
+
         real = slot.real
         assert real is not None  # (a kind = "mariadb" slave's, see _real_replicas)
-        status = wait_fed(real, lambda: master.service.streamed_to_end(real.server_id), self.timeout)
-        if status.get("Last_SQL_Errno"):
-            gtid = relay_group_at(real, str(status.get("Relay_Log_File") or ""), int(status.get("Relay_Log_Pos") or 0))
-            return Outcome(False, int(status["Last_SQL_Errno"]), str(status.get("Last_SQL_Error") or ""),
-                           gtid.gtid if gtid is not None else None)
-        if stopped_on_error(status):
-            return Outcome(False, int(status["Last_IO_Errno"]), str(status.get("Last_IO_Error") or ""))
-        if status["caught_up"]:
-            return Outcome(True)
+        got = real_outcome(master.service, real, real.server_id, self.timeout)
+        if got["caught_up"] or got["errno"]:
+            return Outcome(got["caught_up"], got["errno"], got["error"], got.get("gtid") or None)
         return Outcome(False, error=f"timeout: the real replica did not apply the stream within {self.timeout:.0f}s")
 
     def _pair(self, slot: _Slot, primary: MariaDBServer, address: str, relay_root: Path, master: MasterServer) -> PairResult:

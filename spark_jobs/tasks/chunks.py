@@ -50,6 +50,11 @@ class Chunk:
     def name(self) -> str:
         return Path(self.path).name
 
+    @property
+    def size(self) -> int:
+        """Its bytes (a Spark task's share of the work: split_by_schema.balanced_groups)."""
+        return (self.end if self.end is not None else Path(self.path).stat().st_size) - self.start
+
 
 def input_files(targets: list[str | os.PathLike[str]]) -> list[Path]:
     """Every binlog file the command-line arguments stand for, in order (a directory stands for

@@ -25,15 +25,11 @@ from dumpfilter.spark_jobs.tasks.routing import ALL
 FLUSH_BYTES = 1 << 20  # OutputSet hands an output's pending units to its writer at this size
 
 
-def binlog_basename(name: str) -> str:
-    """The worklog's naming: `<name>-bin.index` and `<name>-bin.NNNNNN`."""
-    return f"{name}-bin"
-
-
 def series_writer(directory: str | os.PathLike[str], name: str, header: SourceHeader,
                   max_size: int = DEFAULT_MAX_BINLOG_SIZE) -> BinlogSeriesWriter:
-    """The series of output `name` under `directory`, opened with the source's FDE and GTID state."""
-    return BinlogSeriesWriter(directory, binlog_basename(name), header.fde, max_size=max_size,
+    """The series of output `name` under `directory` (the worklog's naming: `<name>-bin.index` and
+    `<name>-bin.NNNNNN`), opened with the source's FDE and GTID state."""
+    return BinlogSeriesWriter(directory, f"{name}-bin", header.fde, max_size=max_size,
                               start_state=header.start_state)
 
 

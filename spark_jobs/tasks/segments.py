@@ -67,17 +67,17 @@ class _Segment:
         self.ends.append(self.size + len(self.buf))
         self.ordinals.append(ordinal)
         if len(self.buf) >= SEGMENT_FLUSH_BYTES:
-            self.file.write(self.buf)
-            self.size += len(self.buf)
-            self.buf = bytearray()
+            self._flush()
+
+    def _flush(self) -> None:
+        self.file.write(self.buf)
+        self.size += len(self.buf)
+        self.buf = bytearray()
 
     def add_run(self, data: bytearray, ends: memoryview, ordinal: int) -> None:
         """A run of units from the core's routing walk (`ends` already offset by `end`): written
         to the file as it is, after what is buffered (not copied into the buffer)."""
-        if self.buf:
-            self.file.write(self.buf)
-            self.size += len(self.buf)
-            self.buf = bytearray()
+        self._flush()
         self.file.write(data)
         self.size += len(data)
         self.ends.frombytes(ends.cast("B"))
@@ -92,8 +92,7 @@ class _Segment:
         os.unlink(self.tmp + ".seg")
 
     def close(self, stem: str) -> int:
-        self.file.write(self.buf)
-        self.size += len(self.buf)
+        self._flush()
         self.file.close()
         with open(self.tmp + ".idx", "wb") as idx:
             idx.write(self.ends.tobytes())

@@ -73,7 +73,7 @@ def test_experiment_counts_match_independent_counts_and_local(spark, workloads, 
     events, size, nothing_events, nothing_bytes = _independent(src)
     by_name = {t.slave: t for t in totals}
     for t in totals:
-        assert (t.events_all, t.bytes_all) == (events, size)
+        assert (t.events_read, t.bytes_read) == (events, size)
     assert (by_name["everything"].events_sent, by_name["everything"].bytes_sent) == (events, size)
     assert (by_name["nothing-hb"].events_sent, by_name["nothing-hb"].bytes_sent) == (nothing_events, nothing_bytes)
     ph = by_name["db1-ph"]
