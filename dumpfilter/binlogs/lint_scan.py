@@ -445,20 +445,18 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
         k = nxt
         u = units.unit(k)
         lone = _lone_dml(buf, u, fmt) if structural[k] == ROW_SLOW else None
-        if lone is not None:
+        wanted = [lint for lint in lints if lint.horizon >= k or lint.need[k]]
+        changes = lone is None and structural[k] == ROW_SLOW
+        if lone is not None and fmt is not None:
             # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
-            # changes no state, and is fed only to the Linters for which it may break.
-            fed = [lint for lint in lints if (lint.horizon >= k or lint.need[k]) and not lint.statement_safe(*lone)]
-            changes = False
-        else:
-            fed = [lint for lint in lints if lint.horizon >= k or lint.need[k]]
-            changes = structural[k] == ROW_SLOW
-        wanted = fed
-        if fed and lone is not None and fmt is not None:  # answered from its shape's verdict?
+            # changes no state, and is fed only to the Linters for which it may break, unless
+            # answered from its shape's verdict.
+            wanted = [lint for lint in wanted if not lint.statement_safe(*lone)]
             fed = [lint for lint in wanted if not lint.answer_lone(k, units, buf, base, u, name, fmt, lone)]
-        elif fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
-            pieces = heads.pieces()
-            fed = [lint for lint in wanted if not lint.answer(k, units, pieces, buf, base, u, name, fmt)]
+        elif not changes:  # a statement unit by keys: answered from its keys' verdicts?
+            fed = [lint for lint in wanted if not lint.answer(k, units, heads.pieces, buf, base, u, name, fmt)]
+        else:
+            fed = wanted
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
             txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))
