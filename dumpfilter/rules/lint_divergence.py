@@ -103,17 +103,16 @@ class Group:
     def cause(self) -> str:
         shown = ", ".join(f"'{db or '(none)'}' for {table_db}" for (db, table_db), _ in
                           sorted(self.pairs.items(), key=lambda p: -p[1])[:3])
+        tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
         if self.kind == MISPLACED:
             return (f"{self.rule} rewrote the statement's default database only ({shown}); a table its text "
                     "qualifies keeps that database on the replica, where a row event of the same write lands "
                     "in the rewritten one")
         if self.kind == SHADOWED:
-            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
             return (f"{self.rule} skipped a CREATE TEMPORARY TABLE and kept a later statement of its session, "
                     f"which on the replica opened the base table of that name (a temporary table shadows it in "
                     f"its own session only): its write to {tables} is made from the wrong rows")
         if self.rule not in _DB_RULES:
-            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
             outcome = f"skipped whole, so its write to {tables} is lost" if self.kind == LOST else \
                 f"applied whole, so its write to {tables} is made"
             return (f"{self.rule} decided the whole statement by the first table it writes that a table rule "
