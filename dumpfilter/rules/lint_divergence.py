@@ -52,7 +52,7 @@ from dumpfilter.rules.statements import statement_tables
 
 if TYPE_CHECKING:
     from dumpfilter.errors import BinlogError
-    from dumpfilter.rules.lint import Break, Linter
+    from dumpfilter.rules.lint import Break, Cause, Linter
 
 TableRef = tuple[str, str]
 LOST, APPLIED, MISPLACED, SHADOWED = "lost", "applied", "misplaced", "shadowed"
@@ -418,9 +418,22 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
 
 class Breaks(list["Break"]):
     """A Linter's breaks (a list of `rules.lint.Break`), carrying its `divergence`: every caller of
-    lint (`lint`, `experiment --candidates`, `simulate`, the master's lint) gets both in one result."""
+    lint (`lint`, `experiment --candidates`, `simulate`, the master's lint) gets both in one result.
+    It holds the first `keep` breaks `add`ed, the rest counted in `dropped` (a look of the master's
+    lint over a binlog where most units break holds a few, not one per unit: binlogs.lint.look_together);
+    `last_cause` is the latest one's (a transaction's later statements read it: `Linter.feed`)."""
 
     def __init__(self, divergence: Divergence):
         super().__init__()
         self.divergence = divergence
         self.cut: BinlogError | None = None  # where the input was cut, linted up to it (lint_scan's stop_at_cut)
+        self.keep = 1 << 62
+        self.dropped = 0
+        self.last_cause: Cause | None = None
+
+    def add(self, found: Break) -> None:
+        self.last_cause = found.cause
+        if len(self) < self.keep:
+            self.append(found)
+        else:
+            self.dropped += 1
