@@ -169,10 +169,9 @@ def divergence_line(writes: int, position: tuple[str, int] | None) -> str:
             "stops for them): run `dumpfilter lint` for the rule, the cause and the fix")
 
 
-def warning_lines(breaks: list[Break], found: int | None = None, start: int = 0) -> list[str]:
+def warning_lines(breaks: list[Break], found: int, start: int = 0) -> list[str]:
     """One warning per predicted break (the first LINT_WARNINGS of `found`), as `slave run` prints
     them; from the `start`th on (those not yet told)."""
-    found = len(breaks) if found is None else found
     out = [_break_line(b) for b in breaks[start:LINT_WARNINGS]]
     if found > LINT_WARNINGS:
         out.append(f"lint: {found - LINT_WARNINGS} more predicted break(s): run `dumpfilter lint`")
@@ -295,23 +294,21 @@ class LintJobs:
                     or job.cancelled):
                 return  # (the worker closed: the process is exiting, and no look failed)
             ids = sorted(server_id for server_id, sub in self.subs.items() if sub.key == follower.key)
-            if state == ENDED and follower.crashes + 1 >= MAX_CRASHES:
-                follower.crashes += 1
-                follower.state = FAILED
-                follower.reason = (f"{value}: the worker process ended during {follower.crashes} looks in a row "
-                                   f"of these rules, from {_where(follower.position)}")
-                told.append(f"lint: {follower.state}: {follower.reason}")
-                follower.started = False
-            elif state == LOST:  # not made again (no binlog file listed yet): with the next look
-                follower.started, follower.seen = False, None
-            elif state == ENDED:
+            if state == ENDED:
                 # The worker process ended during this look: the look is queued again and the worker
                 # makes the follower again (binlogs.lint_worker); what it found was never told.
                 follower.crashes += 1
                 follower.started = False
-                again = _Job(self, follower, job.look, job.seen)
-                follower.job = again
-                _worker().put(again, bounded=False)
+                if follower.crashes >= MAX_CRASHES:
+                    follower.state = FAILED
+                    follower.reason = (f"{value}: the worker process ended during {follower.crashes} looks in a "
+                                       f"row of these rules, from {_where(follower.position)}")
+                    told.append(f"lint: {follower.state}: {follower.reason}")
+                else:
+                    follower.job = _Job(self, follower, job.look, job.seen)
+                    _worker().put(follower.job, bounded=False)
+            elif state == LOST:  # not made again (no binlog file listed yet): with the next look
+                follower.started, follower.seen = False, None
             elif state == DONE and isinstance(value, Look):
                 follower.started = True
                 follower.crashes = 0

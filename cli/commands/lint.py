@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dumpfilter.cli.options import add_binlog_inputs, add_json_option, emit_json, raise_cut
 from dumpfilter.binlogs.lint import lint_files
 from dumpfilter.binlogs.files import binlog_format, input_paths
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
-from dumpfilter.rules.lint import Break
+from dumpfilter.rules.lint_divergence import Breaks
 from dumpfilter.rules.lint_rules import rule_warnings
 from dumpfilter.rules.schema import load_schema
 
@@ -48,33 +47,26 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(func=run)
 
 
-def lint_paths(paths: list[Path], args: argparse.Namespace) -> list[Break]:
-    rules, settings = ruleset_from_args(args)
-    schema = schema_from_args(args) if getattr(args, "schema", None) else None
-    replica = getattr(args, "replica_schema", None)
-    replica_schema = load_schema(replica, "--replica-schema") if replica else None
-    return lint_files(paths, rules, settings, schema, replica_schema=replica_schema,
-                      verify_checksums=getattr(args, "verify_checksums", True), stop_at_cut=True)
-
-
 def run(args: argparse.Namespace) -> int:
     paths = input_paths(args.files)
     if args.flavor is None:
         args.flavor = binlog_format(paths[0]).flavor
-    breaks = lint_paths(paths, args)
+    rules, settings = ruleset_from_args(args)
+    schema = schema_from_args(args) if args.schema else None
+    replica_schema = load_schema(args.replica_schema, "--replica-schema") if args.replica_schema else None
+    breaks = lint_files(paths, rules, settings, schema, replica_schema=replica_schema,
+                        verify_checksums=args.verify_checksums, stop_at_cut=True)
     # A rule that can match no table (`db.`) is accepted, as mysqld accepts it: said, not a break.
-    warnings = rule_warnings(ruleset_from_args(args)[0])
-    divergence = getattr(breaks, "divergence", None)
-    cut = getattr(breaks, "cut", None)
+    warnings = rule_warnings(rules)
     if not emit_json(args, lambda: {"breaks": [b.to_json() for b in breaks],
-                                    "divergence": divergence.to_json() if divergence is not None else None,
-                                    "warnings": warnings, **({"cut": str(cut)} if cut is not None else {})}):
+                                    "divergence": breaks.divergence.to_json(), "warnings": warnings,
+                                    **({"cut": str(breaks.cut)} if breaks.cut is not None else {})}):
         print_breaks(breaks, warnings)
-    raise_cut(cut, "every whole event before it was linted (the breaks above), no later file read")
+    raise_cut(breaks.cut, "every whole event before it was linted (the breaks above), no later file read")
     return 1 if breaks else 0
 
 
-def print_breaks(breaks: list[Break], warnings: Sequence[str] = ()) -> None:
+def print_breaks(breaks: Breaks, warnings: Sequence[str]) -> None:
     for warning in warnings:
         print(f"warning: {warning}")
     if not breaks:
@@ -83,7 +75,6 @@ def print_breaks(breaks: list[Break], warnings: Sequence[str] = ()) -> None:
         print(f"{len(breaks)} break(s) predicted; a replica with these rules stops at the first:")
         for number, item in enumerate(breaks, 1):
             print(f"{number}. {item}")
-    divergence = getattr(breaks, "divergence", None)
-    if divergence is not None:  # beside the stops: the writes it silently gets wrong (up to its first stop)
-        for line in divergence.lines():
-            print(line)
+    # beside the stops: the writes it silently gets wrong (up to its first stop)
+    for line in breaks.divergence.lines():
+        print(line)

@@ -108,11 +108,6 @@ class FollowingLint:
         self.chunk_size = chunk_size
         self.lint = _Lint(linter)
         self.index = index  # whole closed files' scans, kept for every reader from their start
-        # (the Linter's breaks before this look, how many of the look's to keep): the rest are
-        # counted in `dropped` and let go after each buffer, so that a look over a binlog where
-        # most units break holds `keep` breaks, not one per unit
-        self.cap = (0, 1 << 62)
-        self.dropped = 0
         self.file: str | None = None          # the file being read
         self.pos = 0                          # the end of its last whole unit fed (0: not opened)
         self.fmt: FormatDescription | None = None  # its format, to resume past its Format_description
@@ -138,13 +133,6 @@ class FollowingLint:
         """Where the next look starts and how it reads: FollowingLints at the same place look
         together (`look_together`)."""
         return self.file, self.pos, self.verify_checksums, self.chunk_size, id(self.index)
-
-    def _trim(self) -> None:
-        breaks, (before, keep) = self.linter.breaks, self.cap
-        extra = len(breaks) - before - keep
-        if extra > 0:  # between units: a unit's own later statements read its break (Linter.feed)
-            self.dropped += extra
-            del breaks[before + keep:]
 
 
 def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str | Path, int]], budget: int,
@@ -173,8 +161,8 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
     read = 0
     befores = [len(f.linter.breaks) for f in followings]
     stats = LintScanStats()
-    for f, before in zip(followings, befores):
-        f.cap, f.dropped = (before, keep), 0
+    for f, before in zip(followings, befores):  # each holds the first `keep` breaks of this look (Breaks)
+        f.linter.breaks.keep, f.linter.breaks.dropped = before + keep, 0
     caught_up = False
     while True:
         path, size = paths[i]
@@ -194,7 +182,7 @@ def look_together(followings: Sequence[FollowingLint], files: Sequence[tuple[str
     for n, (f, before) in enumerate(zip(followings, befores)):
         found = f.linter.breaks[before:]
         del f.linter.breaks[before:]
-        looks.append(Look(f.position, found[:keep], len(found) + f.dropped, read, caught_up, n, stats.bytes_scanned,
+        looks.append(Look(f.position, found, len(found) + f.linter.breaks.dropped, read, caught_up, n, stats.bytes_scanned,
                           diverges=f.linter.breaks.divergence.writes, divergence=f.linter.breaks.divergence.to_json()))
     return looks
 
@@ -219,20 +207,16 @@ def _read(followings: Sequence[FollowingLint], path: Path, size: int, budget: in
     chunk = min(lead.chunk_size, max(budget, MIN_CHUNK))
     lints = [f.lint for f in followings]
 
-    def trim() -> None:
-        for f in followings:
-            f._trim()
-
     try:
         made = index.scans if index is not None else 0
         kept = index.get(path, size, lead.verify_checksums, final, chunk) if index is not None and start == 0 else None
         if kept is not None:
             if index is not None and index.scans > made:  # scanned now, out of the mapping
                 stats.bytes_scanned += size
-            read, reached, pos, fmt = _feed_kept(path, kept, lints, budget, final, stats, trim)
+            read, reached, pos, fmt = _feed_kept(path, kept, lints, budget, final, stats)
         else:
             read, reached, pos, fmt = _feed(path, lints, Scanner(str(path), verify_checksums=lead.verify_checksums),
-                                            start, size, lead.fmt, budget, chunk, final, stats, trim)
+                                            start, size, lead.fmt, budget, chunk, final, stats)
     except OSError as exc:  # (a .gz file's bad data is open_binlog's BinlogError already)
         raise file_error(exc, path) from None
     if final and reached:  # a file left behind, read to its end: what it ended inside was fed

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Iterable
+from functools import cached_property
 import re
 import struct
 
@@ -92,14 +93,12 @@ class Heads:
     def __init__(self, units: UnitList, n: int, buf: Buffer, keys: list[_core.StatementKey],
                  fmt: FormatDescription | None):
         self.units, self.n, self.buf, self.keys, self.fmt = units, n, buf, keys, fmt
-        self._pieces: Pieces | None = None
         self._heads: dict[int, bytes | None] = {}  # by Query offset: its head (None: none read)
         self._format = (fmt.post_header_len(_QUERY), fmt.checksum_len) if fmt is not None else (0, 0)
 
+    @cached_property
     def pieces(self) -> Pieces:
-        if self._pieces is None:
-            self._pieces = Pieces(self.units, self.n, self.keys)
-        return self._pieces
+        return Pieces(self.units, self.n, self.keys)
 
     def _head(self, at: int) -> bytes | None:
         """The head of the Query event at `at`, lower case; None when its text does not open with one."""
@@ -122,7 +121,7 @@ class Heads:
         if self.fmt is None:
             return {k for k in range(len(check)) if check[k]}
         fmt, buf = self.fmt, self.buf
-        pieces = self.pieces()
+        pieces = self.pieces
         bounds, queries, id_bytes = pieces.bounds, pieces.queries, pieces.id_bytes
         listed_of: dict[bytes | None, list[str] | None] = {}  # a head's column list (None: it does not tell)
 

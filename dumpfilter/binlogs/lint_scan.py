@@ -31,7 +31,7 @@ holds), not decoded nor fed; a lone keyed DML unit likewise, from its shape's ve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -267,12 +267,11 @@ def _lint_file(path: Path, lints: list[_Lint], verify_checksums: bool, stats: Li
 
 
 def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size: int, fmt: FormatDescription | None,
-          budget: int, chunk: int, final: bool, stats: LintScanStats,
-          after: Callable[[], None] | None = None) -> tuple[int, bool, int, FormatDescription | None]:
+          budget: int, chunk: int, final: bool, stats: LintScanStats) -> tuple[int, bool, int, FormatDescription | None]:
     """Feeds each Linter of `lints` the whole units of `path` from `start` (0: the file's start;
     else the end of a whole unit, with `fmt` the format in force there) up to `size` bytes (or
     its end), in reads of `chunk` bytes, stopping after the read that passes `budget` once a unit
-    was fed: one read and one compiled scan for all of them, each unit some Linter needs decoded once (`_lint_units`); `after()` after each read.
+    was fed: one read and one compiled scan for all of them, each unit some Linter needs decoded once (`_lint_units`).
     `final`: what the file ends inside is an error (the file is left behind: `lint_files`, or a
     later file exists). Returns (bytes read, whether they reached `size` or the end, the end of
     the last whole unit, the format in force there)."""
@@ -324,8 +323,6 @@ def _feed(path: Path, lints: Sequence[_Lint], scanner: Scanner, start: int, size
             scan = scanner.scan_into(units, view, 0, base, name, at_eof=final and eof)
             stats.units += scan.added
             fmt = _lint_units(units, scan.added, view, base, name, fmt, scanner.names, lints, stats)
-            if after is not None:
-                after()
             if scan.added:
                 pos = base + scan.stop
             if scan.error is not None:
@@ -356,8 +353,8 @@ def _reuse(view: memoryview, buf: bytearray, stop: int, n: int) -> bytearray:
     return buf
 
 
-def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, final: bool, stats: LintScanStats,
-               after: Callable[[], None]) -> tuple[int, bool, int, FormatDescription | None]:
+def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, final: bool,
+               stats: LintScanStats) -> tuple[int, bool, int, FormatDescription | None]:
     """`_feed` from the file's start over its kept scan (binlogs.scan_index): each Linter fed the
     units it needs out of the file's mapping, nothing read or scanned again."""
     name = path.name
@@ -367,7 +364,6 @@ def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, 
     for k, part in enumerate(kept.parts):
         stats.units += part.n
         fmt = _lint_units(part.units, part.n, part.view, part.base, name, fmt, kept.names, lints, stats)
-        after()
         if part.n:
             pos = part.base + part.stop
         covered = part.base + len(part.view)
@@ -445,20 +441,18 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
         k = nxt
         u = units.unit(k)
         lone = _lone_dml(buf, u, fmt) if structural[k] == ROW_SLOW else None
-        if lone is not None:
+        wanted = [lint for lint in lints if lint.horizon >= k or lint.need[k]]
+        changes = lone is None and structural[k] == ROW_SLOW
+        if lone is not None and fmt is not None:
             # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
-            # changes no state, and is fed only to the Linters for which it may break.
-            fed = [lint for lint in lints if (lint.horizon >= k or lint.need[k]) and not lint.statement_safe(*lone)]
-            changes = False
-        else:
-            fed = [lint for lint in lints if lint.horizon >= k or lint.need[k]]
-            changes = structural[k] == ROW_SLOW
-        wanted = fed
-        if fed and lone is not None and fmt is not None:  # answered from its shape's verdict?
+            # changes no state, and is fed only to the Linters for which it may break, unless
+            # answered from its shape's verdict.
+            wanted = [lint for lint in wanted if not lint.statement_safe(*lone)]
             fed = [lint for lint in wanted if not lint.answer_lone(k, units, buf, base, u, name, fmt, lone)]
-        elif fed and lone is None and not changes:  # a statement unit by keys: answered from its keys' verdicts?
-            pieces = heads.pieces()
-            fed = [lint for lint in wanted if not lint.answer(k, units, pieces, buf, base, u, name, fmt)]
+        elif not changes:  # a statement unit by keys: answered from its keys' verdicts?
+            fed = [lint for lint in wanted if not lint.answer(k, units, heads.pieces, buf, base, u, name, fmt)]
+        else:
+            fed = wanted
         if fed:
             events, fmt = unit_events(bytes(buf[u.start:u.end]), base + u.start, fmt, path=name)
             txn = Transaction(KINDS[u.kind], events, bool(u.flags & _core.F_COMPLETE))

@@ -108,7 +108,7 @@ class Linter(ReplicaServer):
                     if failed:
                         # The replica stopped at an earlier statement of this transaction: the rest of it is
                         # rolled back with it (as if skipped, for the same cause); the primary ran it.
-                        self._statement(file, txn, event, outer, _NOT_APPLIED, self.breaks[-1].cause)
+                        self._statement(file, txn, event, outer, _NOT_APPLIED, self.breaks.last_cause)
                         continue
                     failed = self._statement(file, txn, event, outer, decision)
                 else:
@@ -208,7 +208,7 @@ class Linter(ReplicaServer):
             return False
         if verdict.problem is not None:
             errno, message, cause = verdict.problem
-            self.breaks.append(Break(file, start_pos, gtid, errno, message, cause, pos, sql))
+            self.breaks.add(Break(file, start_pos, gtid, errno, message, cause, pos, sql))
             # The statement never ran on the replica: what it would have created is missing from now on,
             # for the same cause.
             self._skipped(sql, primary_info, replica_info, thread, cause)
@@ -364,9 +364,9 @@ class Linter(ReplicaServer):
         present, cause = self._table_state(ref)
         if present:
             return False  # row events carry their own column count: another shape is converted, not refused
-        self.breaks.append(Break(file, txn.start_pos, txn.gtid, 1146,
-                                 f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause, at.pos,
-                                 f"rows of {db}.{table}"))
+        self.breaks.add(Break(file, txn.start_pos, txn.gtid, 1146,
+                              f"Table '{ref[0]}.{ref[1]}' doesn't exist", cause, at.pos,
+                              f"rows of {db}.{table}"))
         return True
 
 

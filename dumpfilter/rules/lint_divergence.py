@@ -52,7 +52,7 @@ from dumpfilter.rules.statements import statement_tables
 
 if TYPE_CHECKING:
     from dumpfilter.errors import BinlogError
-    from dumpfilter.rules.lint import Break, Linter
+    from dumpfilter.rules.lint import Break, Cause, Linter
 
 TableRef = tuple[str, str]
 LOST, APPLIED, MISPLACED, SHADOWED = "lost", "applied", "misplaced", "shadowed"
@@ -103,17 +103,16 @@ class Group:
     def cause(self) -> str:
         shown = ", ".join(f"'{db or '(none)'}' for {table_db}" for (db, table_db), _ in
                           sorted(self.pairs.items(), key=lambda p: -p[1])[:3])
+        tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
         if self.kind == MISPLACED:
             return (f"{self.rule} rewrote the statement's default database only ({shown}); a table its text "
                     "qualifies keeps that database on the replica, where a row event of the same write lands "
                     "in the rewritten one")
         if self.kind == SHADOWED:
-            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
             return (f"{self.rule} skipped a CREATE TEMPORARY TABLE and kept a later statement of its session, "
                     f"which on the replica opened the base table of that name (a temporary table shadows it in "
                     f"its own session only): its write to {tables} is made from the wrong rows")
         if self.rule not in _DB_RULES:
-            tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
             outcome = f"skipped whole, so its write to {tables} is lost" if self.kind == LOST else \
                 f"applied whole, so its write to {tables} is made"
             return (f"{self.rule} decided the whole statement by the first table it writes that a table rule "
@@ -419,9 +418,22 @@ def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
 
 class Breaks(list["Break"]):
     """A Linter's breaks (a list of `rules.lint.Break`), carrying its `divergence`: every caller of
-    lint (`lint`, `experiment --candidates`, `simulate`, the master's lint) gets both in one result."""
+    lint (`lint`, `experiment --candidates`, `simulate`, the master's lint) gets both in one result.
+    It holds the first `keep` breaks `add`ed, the rest counted in `dropped` (a look of the master's
+    lint over a binlog where most units break holds a few, not one per unit: binlogs.lint.look_together);
+    `last_cause` is the latest one's (a transaction's later statements read it: `Linter.feed`)."""
 
     def __init__(self, divergence: Divergence):
         super().__init__()
         self.divergence = divergence
         self.cut: BinlogError | None = None  # where the input was cut, linted up to it (lint_scan's stop_at_cut)
+        self.keep = 1 << 62
+        self.dropped = 0
+        self.last_cause: Cause | None = None
+
+    def add(self, found: Break) -> None:
+        self.last_cause = found.cause
+        if len(self) < self.keep:
+            self.append(found)
+        else:
+            self.dropped += 1

@@ -48,11 +48,9 @@ class LintProcess:
         sized = [(str(f), Path(f).stat().st_size) for f in files]
         looks = [(n, (rules, settings, None, replica, True), sized, 1 << 62, None, 0)
                  for n, (rules, settings, replica) in enumerate(self.keys)]
-        try:
+        with contextlib.suppress(OSError):  # the child died at once: results() says so
             pickle.dump(([], looks), stdin)
             stdin.close()
-        except OSError:
-            pass  # the child died at once: results() says so
 
     def results(self) -> dict[LintKey, dict[str, Any]]:
         assert self.proc.stdout is not None  # (stdout=PIPE)
