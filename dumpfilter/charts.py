@@ -143,16 +143,30 @@ CHART_MAX_INCHES = 22.0
 
 def policy_chart(slaves: Sequence[Row], path: str | os.PathLike[str], *, title: str) -> list[DrawnBar]:
     """`policy_figure`, saved as a PNG at `path`; returns what was drawn."""
-    _use_agg()
-    import matplotlib.pyplot as plt
-
     fig, drawn = policy_figure(slaves, title=title)
-    fig.savefig(path, dpi=CHART_DPI)
-    plt.close(fig)
+    _saved(fig, path)
     return drawn
 
 
 CHART_DPI = 110
+
+
+def _saved(fig: Figure, path: str | os.PathLike[str]) -> None:
+    """`fig` written as a PNG at `path`, then closed (pyplot keeps every open figure)."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=CHART_DPI)
+    plt.close(fig)
+
+
+def _finish(fig: Figure, ax: Axes, path: str | os.PathLike[str], title: str, /, **legend: Any) -> None:
+    """The line charts' last steps: grid, title, the legend (when a line has a label), laid out, saved."""
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**legend)
+    fig.tight_layout()
+    _saved(fig, path)
 
 
 def policy_figure(slaves: Sequence[Row], *, title: str) -> tuple[Figure, list[DrawnBar]]:
@@ -402,14 +416,8 @@ def timeline_chart(series: Sequence[Row], path: str | os.PathLike[str], *, title
     ax.set_xlabel(f"binlog time (UTC, the events' timestamps; {width} s bins)")
     ax.set_ylabel(f"{unit} sent to the slave")
     ax.set_ylim(0, top * 1.35 or 1.0)
-    ax.grid(alpha=0.3)
-    ax.set_title(title, fontsize=10)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9, title="v: each line's peak",
-                  title_fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(fig, ax, path, title, fontsize=7, loc="upper left", ncol=2, framealpha=0.9, title="v: each line's peak",
+            title_fontsize=7)
     return drawn
 
 
@@ -433,13 +441,7 @@ def _position_chart(series: Sequence[Row], path: str | os.PathLike[str], *, titl
     ax.set_ylabel("cumulative MB sent to the slave")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.set_title(title, fontsize=10)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(fig, ax, path, title, fontsize=8, loc="upper left")
     return drawn
 
 
@@ -448,11 +450,8 @@ HOURLY_SLAVES = 8  # lines drawn: the slaves sent the most (every slave stays in
 
 def hourly_chart(rows: Sequence[Row], path: str | os.PathLike[str], *, title: str, bucket: int = 3600) -> DrawnHours:
     """`hourly_figure`, saved to `path`."""
-    import matplotlib.pyplot as plt
-
     fig, drawn = hourly_figure(rows, title=title, bucket=bucket)
-    fig.savefig(path, dpi=CHART_DPI)
-    plt.close(fig)
+    _saved(fig, path)
     return drawn
 
 

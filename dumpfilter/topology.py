@@ -173,7 +173,7 @@ def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False
     none), as long as no other slave names that user. `server_id_needed` False (candidates): none
     needs one (server_id 0: none)."""
     data = toml_text.loads(text, name, TopologyError)
-    where = _Locator(text, name)
+    where = toml_text.Locator(text, name)
     base = Path(name).parent if name != "<topology>" else Path(".")
     unknown = set(data) - {"master", "slaves", "experiment"}
     if unknown:
@@ -209,7 +209,7 @@ def parse_topology(text: str, name: str = "<topology>", *, by_user: bool = False
     return Topology(tuple(slaves), master, name, source, experiment, unknown_master)
 
 
-def _master(master: dict[str, Any], where: _Locator,
+def _master(master: dict[str, Any], where: toml_text.Locator,
             base: Path) -> tuple[MasterSource | None, tuple[tuple[str, str], ...]]:
     """The [master] keys simulate reads; others are returned with their location."""
     def fail(key: str, message: str, table: str = "master") -> NoReturn:
@@ -289,7 +289,7 @@ def _workload_size(value: dict[str, Any], default: WorkloadSpec, fail: Callable[
                               f"{_NAME_LENGTH} MySQL allows")
 
 
-def _experiment(experiment: object, where: _Locator) -> ExperimentSpec:
+def _experiment(experiment: object, where: toml_text.Locator) -> ExperimentSpec:
     def fail(key: str, message: str) -> NoReturn:
         raise TopologyError(f"{where.table('experiment', key)}: experiment.{key}: {message}")
 
@@ -310,7 +310,7 @@ def _experiment(experiment: object, where: _Locator) -> ExperimentSpec:
     return ExperimentSpec(master_vs_slave, tuple(dict.fromkeys(policies)))
 
 
-def _slave(entry: dict[str, Any], index: int, where: _Locator, base: Path = Path("."),
+def _slave(entry: dict[str, Any], index: int, where: toml_text.Locator, base: Path = Path("."),
            by_user: bool = False, server_id_needed: bool = True) -> SlaveSpec:
     def fail(key: str, message: str) -> NoReturn:
         raise TopologyError(f"{where.slave(index, key)}: slaves.{key}: {message}")
@@ -418,47 +418,3 @@ def slave_gates(topology: Topology) -> list[Gate | None]:
         except DumpFilterError as exc:
             raise TopologyError(f"{topology.path}: slave {spec.name!r}: master.policy {policy}: {exc}") from None
     return out
-
-
-class _Locator:
-    """Line numbers for keys (`key =`, or a dotted `key.x =`): tomllib reports them only for syntax errors."""
-
-    def __init__(self, text: str, name: str):
-        self.lines = text.splitlines()
-        self.name = name
-
-    def _find(self, pattern: str, start: int = 0, stop: int | None = None) -> int | None:
-        regex = re.compile(pattern)
-        for number in range(start, len(self.lines) if stop is None else stop):
-            if regex.match(self.lines[number]):
-                return number
-        return None
-
-    def top(self, key: str) -> str:
-        line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*[\].]\]?|{re.escape(key)}\s*[.=])")
-        return f"{self.name}:{line + 1}" if line is not None else self.name
-
-    def table(self, table: str, key: str) -> str:
-        """The line of `key` inside `[table]` (or of `[table]` itself, or of a dotted `x.key =`)."""
-        start = self._find(rf"\s*\[\s*{re.escape(table)}\s*\]")
-        if start is None:
-            parent, _, leaf = table.rpartition(".")
-            if parent:  # [master] with `workload = {...}` or `workload.seed = 1`
-                parent_start = self._find(rf"\s*\[\s*{re.escape(parent)}\s*\]")
-                line = None if parent_start is None else self._in_section(parent_start, leaf)
-                return f"{self.name}:{line + 1}" if line is not None else self.top(parent)
-            return self.top(table)
-        line = self._in_section(start, key)
-        return f"{self.name}:{(line if line is not None else start) + 1}"
-
-    def _in_section(self, start: int, key: str) -> int | None:
-        """The line of `key =` (or a dotted `key.x =`) in the table whose header is line `start`."""
-        stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
-        return self._find(rf"\s*{re.escape(key)}\s*[.=]", start + 1, stop)
-
-    def slave(self, index: int, key: str) -> str:
-        headers = [i for i, line in enumerate(self.lines) if re.match(r"\s*\[\[\s*slaves\s*\]\]", line)]
-        if index >= len(headers):  # inline array `slaves = [{...}]`
-            return self.top("slaves")
-        line = self._in_section(headers[index], key)
-        return f"{self.name}:{(line if line is not None else headers[index]) + 1}"

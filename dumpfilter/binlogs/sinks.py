@@ -78,21 +78,19 @@ class Sink:
         raise NotImplementedError
 
 
-class _RawWriterMixin:
+def _write_raw_into(writer: BinlogWriter, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
     """Byte-range writes into a BinlogWriter: same log_pos rule, no Event object per event."""
-
-    def _write_raw_into(self, writer: BinlogWriter, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
-        out_pos = writer.position
-        if writer.renumber_positions and out_pos != source_pos:  # (as BinlogWriter.write does each event)
-            raw = bytearray(raw)
-            renumber(raw, 0, len(raw), out_pos, writer.fmt.checksum_len, writer.fmt)
-        writer.out.write(raw)
-        writer.position += len(raw)
-        if ts := core_last_timestamp(raw):  # a Rotate after it is dated as after events written
-            writer.last_timestamp = ts
+    out_pos = writer.position
+    if writer.renumber_positions and out_pos != source_pos:  # (as BinlogWriter.write does each event)
+        raw = bytearray(raw)
+        renumber(raw, 0, len(raw), out_pos, writer.fmt.checksum_len, writer.fmt)
+    writer.out.write(raw)
+    writer.position += len(raw)
+    if ts := core_last_timestamp(raw):  # a Rotate after it is dated as after events written
+        writer.last_timestamp = ts
 
 
-class FileSink(Sink, _RawWriterMixin):
+class FileSink(Sink):
     """One output binlog file. Every kept event is written, the source's control events
     included: with nothing filtered, one input file comes out byte for byte.
 
@@ -141,7 +139,7 @@ class FileSink(Sink, _RawWriterMixin):
             writer.write(event)
 
     def write_raw(self, raw: bytes | bytearray | memoryview, source_pos: int) -> None:
-        self._write_raw_into(self._begun(), raw, source_pos)
+        _write_raw_into(self._begun(), raw, source_pos)
 
     def direct_writer(self) -> BinlogWriter | None:
         return self.writer
@@ -160,7 +158,7 @@ def _format_key(fmt: FormatDescription) -> tuple[object, ...]:
     return fmt.checksum_alg, fmt.post_header_lens, fmt.flavor
 
 
-class SeriesSink(Sink, _RawWriterMixin):
+class SeriesSink(Sink):
     """A numbered series `<basename>.NNNNNN` + `<basename>.index` in `directory`.
 
     Each output file gets its framing from BinlogSeriesWriter: the FDE, the GTID state of the
@@ -229,7 +227,7 @@ class SeriesSink(Sink, _RawWriterMixin):
         # routes produce the same files.
         self._waiting_state = False
         series = self._series()
-        self._write_raw_into(series.writer_for_unit(), raw, source_pos)
+        _write_raw_into(series.writer_for_unit(), raw, source_pos)
         series.track_gtid(raw)
 
     # The compiled assembly writes into the current series file (issue #43): rotation at

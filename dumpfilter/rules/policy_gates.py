@@ -90,35 +90,6 @@ def hash_password(password: str, iterations: int = PBKDF2_ITERATIONS) -> str:
     return f"pbkdf2_sha256${iterations}${salt.hex()}${digest.hex()}"
 
 
-
-
-class Where:
-    """`file:line` of a section or a key of the policy file, for its error lines (tomllib gives
-    the values, not where they stand)."""
-
-    def __init__(self, path: str | Path, text: str):
-        self.path = path
-        self._lines = text.splitlines()
-
-    def at(self, section: str, key: str | None = None) -> str:
-        header = re.compile(r"\s*\[\s*(slave\s*\.\s*)?[\"']?" + re.escape(section) + r"[\"']?\s*\]")
-        line = None
-        for n, text in enumerate(self._lines, 1):
-            if line is None:
-                if header.match(text):
-                    line = n
-                    if key is None:
-                        break
-            elif re.match(r"\s*\[", text):
-                break
-            elif key is not None and re.match(r"\s*[\"']?" + re.escape(key) + r"[\"']?\s*[.=]", text):
-                line = n
-                break
-        return f"policy file {self.path}" + (f":{line}" if line is not None else "")
-
-
-
-
 def secret_of(body: dict[str, Any], fail: Fail) -> Secret | None:
     password, hashed = body.get("password"), body.get("password_hash")
     if password is not None and hashed is not None:
@@ -152,7 +123,7 @@ class Grant:
 class PolicyText:
     """A policy file read and checked: its sections' bodies, their grants, and where each stands."""
 
-    where: Where
+    where: toml_text.Locator
     bodies: dict[str, dict[str, Any]]        # [slave.NAME] bodies by NAME
     default: dict[str, Any] | None           # [default]'s body
     grants: dict[str, Grant]
@@ -174,7 +145,7 @@ def read_policy(path: str | Path) -> PolicyText:
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"policy file {path}: {exc}") from None
     data = toml_text.loads(text, f"policy file {path}", RuleError)
-    where = Where(path, text)
+    where = toml_text.Locator(text, f"policy file {path}")
     for section in data:
         if section not in ("slave", "default", "login"):
             raise RuleError(f"{where.at(section)}: unknown section [{section}] (known: [slave.NAME], [default], "

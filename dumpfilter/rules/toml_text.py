@@ -1,6 +1,7 @@
 """The one reading of a TOML file's text (policy files, topologies, candidates, `--replicas`):
 tomllib's parse, with every way it can fail turned into one line that names the file, after a
-linear scan that bounds what tomllib reads in time quadratic in a key's dotted parts."""
+linear scan that bounds what tomllib reads in time quadratic in a key's dotted parts; and where a
+table or key stands (`Locator`), for the error lines of what tomllib read."""
 
 from __future__ import annotations
 
@@ -128,3 +129,56 @@ def dotted_key_refusal(text: str) -> tuple[int, str] | None:
             dots = 0
         line_start = False
     return None
+
+
+class Locator:
+    """Line numbers for keys (`key =`, or a dotted `key.x =`) and tables: tomllib reports them only for
+    syntax errors. `name` heads every place (a topology's path, "policy file PATH")."""
+
+    def __init__(self, text: str, name: str):
+        self.lines = text.splitlines()
+        self.name = name
+
+    def _find(self, pattern: str, start: int = 0, stop: int | None = None) -> int | None:
+        regex = re.compile(pattern)
+        for number in range(start, len(self.lines) if stop is None else stop):
+            if regex.match(self.lines[number]):
+                return number
+        return None
+
+    def top(self, key: str) -> str:
+        line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*[\].]\]?|{re.escape(key)}\s*[.=])")
+        return f"{self.name}:{line + 1}" if line is not None else self.name
+
+    def table(self, table: str, key: str) -> str:
+        """The line of `key` inside `[table]` (or of `[table]` itself, or of a dotted `x.key =`)."""
+        start = self._find(rf"\s*\[\s*{re.escape(table)}\s*\]")
+        if start is None:
+            parent, _, leaf = table.rpartition(".")
+            if parent:  # [master] with `workload = {...}` or `workload.seed = 1`
+                parent_start = self._find(rf"\s*\[\s*{re.escape(parent)}\s*\]")
+                line = None if parent_start is None else self._in_section(parent_start, leaf)
+                return f"{self.name}:{line + 1}" if line is not None else self.top(parent)
+            return self.top(table)
+        line = self._in_section(start, key)
+        return f"{self.name}:{(line if line is not None else start) + 1}"
+
+    def _in_section(self, start: int, key: str, quote: str = "") -> int | None:
+        """The line of `key =` (or a dotted `key.x =`; `quote`: a pattern around the key) in the table
+        whose header is line `start`."""
+        stop = next((i for i, line in enumerate(self.lines) if i > start and re.match(r"\s*\[", line)), None)
+        return self._find(rf"\s*{quote}{re.escape(key)}{quote}\s*[.=]", start + 1, stop)
+
+    def slave(self, index: int, key: str) -> str:
+        headers = [i for i, line in enumerate(self.lines) if re.match(r"\s*\[\[\s*slaves\s*\]\]", line)]
+        if index >= len(headers):  # inline array `slaves = [{...}]`
+            return self.top("slaves")
+        line = self._in_section(headers[index], key)
+        return f"{self.name}:{(line if line is not None else headers[index]) + 1}"
+
+    def at(self, section: str, key: str | None = None) -> str:
+        """A policy file's section `[slave.SECTION]` or `[SECTION]` (names quoted or not), or the
+        line of `key` in it (the section's line when the key is not there)."""
+        start = self._find(r"\s*\[\s*(slave\s*\.\s*)?[\"']?" + re.escape(section) + r"[\"']?\s*\]")
+        line = None if start is None or key is None else self._in_section(start, key, "[\"']?")
+        return f"{self.name}:{(line if line is not None else start) + 1}" if start is not None else self.name

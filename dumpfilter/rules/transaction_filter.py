@@ -60,10 +60,6 @@ class FilterResult:
             self._build = None
         return self._events
 
-    @events.setter
-    def events(self, events: list[Event]) -> None:
-        self._events, self._build = events, None
-
     @property
     def bytes_out(self) -> int:
         return sum(e.size for e in self.events)
@@ -144,12 +140,9 @@ class TransactionFilter:
                 return FilterResult(EMPTIED, None, size, len(txn.events),
                                     build=txn.emptied)
             return FilterResult(SKIPPED, [], size, len(txn.events))
-        result = FilterResult(KEPT, kept, size, len(txn.events))
-        if content_kept < content_in:
-            result.outcome = PARTIAL
-        if result.events != txn.events:
-            result.events = fix_transaction_length(result.events)
-        return result
+        if kept != txn.events:
+            kept = fix_transaction_length(kept)
+        return FilterResult(PARTIAL if content_kept < content_in else KEPT, kept, size, len(txn.events))
 
     def lone_text_kept(self, sql: str, current_db: str | None) -> bool:
         """Whether a unit made of a GTID and one Query event (DDL, MariaDB's standalone groups:
