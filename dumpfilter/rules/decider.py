@@ -58,6 +58,13 @@ class Decider(ABC):
     # every statement it answers accounted (`account`).
     keys_statements: bool = False
 
+    @property
+    def databases_only(self) -> bool:
+        """Whether statements are decided by databases alone (no table rule, the standard semantics,
+        no derived tables: `RuleEngine.databases_only`), so that a keyed statement's decision is its
+        default database's whatever its table (`rules.keep_table` decides each database once)."""
+        return False
+
     def decide_statement_key(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Decision:
         """The decision of the key of `sql` (one of its statements), without the accounting
         `decide_statement` does (see `account`). Asked only when `keys_statements`. `parses`: a

@@ -178,7 +178,7 @@ class KeepTable:
     `shapes`: the key numbering it shares with the tables that answer the same buffers (its own if none)."""
 
     __slots__ = ("decider", "_account", "_decide", "gate", "keys_enabled", "_hit_classes", "_by_name", "shapes",
-                 "_codes", "_answers", "_hits", "keys_decided", "statements", "units")
+                 "_codes", "_answers", "_hits", "_by_db", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
@@ -197,6 +197,9 @@ class KeepTable:
         self._answers: list[KeyAnswer | None] = []
         self._hits = bytearray()
         self._hit_classes: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], int] = {}  # KeyAnswer.hits
+        # Rules that decide statements by databases alone decide a key by its default database:
+        # each database's first key decided, the rest answered alike (`_decide_key`).
+        self._by_db: dict[bytes, tuple[Decision, bool]] | None = {} if rules.databases_only else None
         self.keys_decided = 0   # keys decided (each once)
         self.statements = 0     # statements answered by key (`account`)
         self.units = 0          # statement units written from keys (`account`)
@@ -224,9 +227,19 @@ class KeepTable:
 
     # -- statement keys -----------------------------------------------------------------------
     def _decide_key(self, shape: int, key: _core.StatementKey) -> None:
-        """Shape `shape`'s answer, decided from `key`, its first statement met."""
+        """Shape `shape`'s answer, decided from `key`, its first statement met. Under rules that
+        decide statements by databases alone (`Decider.databases_only`: rpl_filter.cc's db_ok on
+        the default database, never a table), every key of a default database has the decision of
+        the first one met (its `tables` are that key's: a key's answer counts, it lists nothing);
+        a restricting gate still reads each key's table."""
         sql, db = decode_text(key.sql), decode_text(key.db) or None
-        decision, pure = self._decide(sql, db)
+        by_db = self._by_db
+        known = None if by_db is None else by_db.get(key.db)
+        if known is None:
+            known = self._decide(sql, db)
+            if by_db is not None:
+                by_db[key.db] = known
+        decision, pure = known
         code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
         if not pure:  # its units decided in Python, at their position
             code = KEEP_ASK

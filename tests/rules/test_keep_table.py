@@ -165,3 +165,39 @@ def test_a_plain_kinds_twins_are_decided_once_as_the_engine_decides_each():
                     assert rows.answer(k).decision == alone, (options, settings, db, table, text)
                     decided.add(alone.apply)
     assert decided == {True, False}
+
+
+def test_rules_on_databases_alone_decide_a_key_once_per_default_database():
+    """Under database rules alone rpl_filter.cc reads a keyed statement's default database (db_ok),
+    never its table, even `INSERT INTO other_db.t`: a keep table asks such rules once per default
+    database, and each key's answer counts as the engine's for that statement alone. Rules with a
+    table rule are asked for every key."""
+    texts = ("UPDATE t SET a=1", "INSERT INTO u1 (a) VALUES (1)", "DELETE FROM db2.t WHERE a=1",
+             "INSERT INTO db1.u2 (a) SELECT a FROM v")
+    kinds = (_core.KIND_UPDATE, _core.KIND_INSERT, _core.KIND_DELETE, _core.KIND_INSERT_SELECT)
+    rule_sets = ((["--replicate-do-db=db1"], True), (["--replicate-ignore-db=db2"], True),
+                 (["--replicate-rewrite-db=db1->db2", "--replicate-do-db=db2"], True),
+                 (["--replicate-wild-ignore-table=db1.u%"], False), (["--replicate-do-db=db1"], False))
+    for n, (options, per_database) in enumerate(rule_sets):
+        settings = Settings(semantics="effective") if n == len(rule_sets) - 1 else Settings()
+        rules = engine(*options, settings=settings)
+        assert rules.databases_only == per_database
+        asked: list[tuple[str, str | None]] = []
+
+        def decide(sql: str, db: str | None, rules: RuleEngine = rules,
+                   asked: list[tuple[str, str | None]] = asked) -> tuple[Decision, bool]:
+            asked.append((sql, db))
+            return rules.decide_statement_key(sql, db), True
+
+        keeps = KeepTable(rules, decide_key=decide)
+        keys = [Key(k, bytes([kind]) + f"|{db}|{k}".encode(), db.encode(), text.encode())
+                for k, (db, (kind, text)) in enumerate((db, pair) for db in ("db1", "db2", "")
+                                                       for pair in zip(kinds, texts))]
+        rows = keeps.rows(keys)  # type: ignore[arg-type]
+        assert len(asked) == (3 if per_database else len(keys)), options
+        for k, key in enumerate(keys):
+            alone = engine(*options, settings=settings).decide_statement_key(key.sql.decode(), key.db.decode() or None)
+            got = rows.answer(k)
+            assert (got.decision.apply, got.counted, got.decision.assumption) == \
+                (alone.apply, alone.counted, alone.assumption), (options, key)
+            assert rows.keep[k] == (KEEP_KEEP if alone.apply else KEEP_DROP)
