@@ -330,10 +330,7 @@ fn alter_actions(
     let mut out = Vec::new();
     let lower = |name: Vec<u8>| name.to_ascii_lowercase();
     while cur.at < cur.toks.len() {
-        let action = cur
-            .word()
-            .map(<[u8]>::to_ascii_uppercase)
-            .unwrap_or_default();
+        let action = cur.word().unwrap_or_default().to_ascii_uppercase();
         cur.at += 1;
         let column = cur.accept(b"COLUMN");
         match action.as_slice() {
