@@ -1,4 +1,5 @@
-//! Little-endian integers read from binlog bytes, bounds-checked: None past the end.
+//! Little-endian integers read from binlog bytes, fixed-width and packed (length-encoded),
+//! bounds-checked: None past the end.
 
 #[inline]
 pub fn u16_at(buf: &[u8], at: usize) -> Option<u16> {
@@ -19,4 +20,21 @@ pub fn u64_at(buf: &[u8], at: usize) -> Option<u64> {
         a.copy_from_slice(b);
         u64::from_le_bytes(a)
     })
+}
+
+/// A packed (length-encoded) integer at body[at..]: its value and where it ends; None where it
+/// does not read (0xfb, 0xff, or past the body).
+pub fn packed(body: &[u8], at: usize) -> Option<(u64, usize)> {
+    let first = *body.get(at)?;
+    let n = match first {
+        0..=0xfa => return Some((u64::from(first), at + 1)),
+        0xfc => 2,
+        0xfd => 3,
+        0xfe => 8,
+        _ => return None,
+    };
+    let bytes = body.get(at + 1..at + 1 + n)?;
+    let mut word = [0u8; 8];
+    word[..n].copy_from_slice(bytes);
+    Some((u64::from_le_bytes(word), at + 1 + n))
 }

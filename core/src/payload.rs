@@ -1,7 +1,7 @@
 //! Compressed event bodies: MySQL's Transaction_payload (zstd, lenenc-encoded header) and
 //! MariaDB's compressed field (zlib, Query_compressed and the compressed rows events).
 
-use crate::le::{u16_at, u64_at};
+use crate::le::packed;
 
 /// MariaDB's compressed field: a header byte (0x80 | length bytes), the big-endian length, zlib.
 pub fn mariadb_uncompress(buf: &[u8]) -> Result<Vec<u8>, String> {
@@ -49,8 +49,8 @@ pub fn payload_bytes(body: &[u8], max_out: usize) -> Result<Vec<u8>, String> {
         if field == 0 {
             break;
         }
-        let (len, at) = read_lenenc(body, i).ok_or("Transaction_payload header is truncated")?;
-        let (value, _) = read_lenenc(body, at).ok_or("Transaction_payload header is truncated")?;
+        let (len, at) = packed(body, i).ok_or("Transaction_payload header is truncated")?;
+        let (value, _) = packed(body, at).ok_or("Transaction_payload header is truncated")?;
         i = at
             .checked_add(len as usize)
             .ok_or("Transaction_payload field length overflows")?;
@@ -81,22 +81,5 @@ pub fn payload_bytes(body: &[u8], max_out: usize) -> Result<Vec<u8>, String> {
         other => Err(format!(
             "unknown Transaction_payload compression type {other}"
         )),
-    }
-}
-
-fn read_lenenc(buf: &[u8], i: usize) -> Option<(u64, usize)> {
-    let first = *buf.get(i)?;
-    match first {
-        0..=250 => Some((first as u64, i + 1)),
-        252 => Some((u16_at(buf, i + 1)? as u64, i + 3)),
-        253 => {
-            let b = buf.get(i + 1..i + 4)?;
-            Some((
-                b[0] as u64 | (b[1] as u64) << 8 | (b[2] as u64) << 16,
-                i + 4,
-            ))
-        }
-        254 => Some((u64_at(buf, i + 1)?, i + 9)),
-        _ => None,
     }
 }

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 
+use crate::hops::events;
 use crate::le::u32_at;
 use crate::types::{EXECUTE_LOAD_QUERY, HEADER_LEN, QUERY, QUERY_COMPRESSED, TABLE_MAP};
 
@@ -217,16 +218,11 @@ impl<'r> Renamer<'r> {
     }
 
     fn read(&mut self, buf: &[u8], lo: usize, hi: usize) -> Result<(), Declined> {
-        let mut at = lo;
         let unit = buf.get(..hi).ok_or(Declined)?;
-        while at < hi {
-            let head = unit.get(at..at + HEADER_LEN).ok_or(Declined)?;
-            let size = u32::from_le_bytes([head[9], head[10], head[11], head[12]]) as usize;
-            if size < HEADER_LEN || at + size > hi {
-                return Err(Declined);
-            }
+        let mut walk = events(unit, lo, hi);
+        for (at, size) in walk.by_ref() {
             if matches!(
-                head[4],
+                unit[at + 4],
                 QUERY | QUERY_COMPRESSED | EXECUTE_LOAD_QUERY | TABLE_MAP
             ) {
                 let event = &unit[at..at + size];
@@ -244,7 +240,9 @@ impl<'r> Renamer<'r> {
                     }
                 }
             }
-            at += size;
+        }
+        if walk.at < hi {
+            return Err(Declined); // an event cut short or overrunning the unit
         }
         Ok(())
     }

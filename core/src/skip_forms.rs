@@ -28,7 +28,7 @@ mod placeholder;
 pub(crate) use made_crc::made_query_len;
 use made_crc::{made_query, made_query_into};
 pub(crate) use placeholder::recorded as recorded_placeholders;
-use placeholder::{framed_count, framed_run, placeholders, rand_len, stretch_pair};
+use placeholder::{framed_form, framed_run, placeholders, rand_len, stretch_pair};
 
 pub use mysql::relayed_placeholders;
 
@@ -101,7 +101,7 @@ pub fn skipped(
                 }
                 Some(_) => {}
                 None => {
-                    if let Some(form) = framed_count(raw, u, kept, crc) {
+                    if let Some((.., form)) = framed_form(raw, u, kept, crc) {
                         return Some(form);
                     }
                 }

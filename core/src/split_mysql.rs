@@ -10,6 +10,7 @@
 
 use crate::hops::head_end;
 use crate::le::{u16_at, u32_at};
+use crate::rename_db::rename_event;
 use crate::scan::{F_ANONYMOUS_GTID, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::trx_length::with_length;
 use crate::types::HEADER_LEN;
@@ -63,24 +64,6 @@ impl MysqlRoute<'_> {
         Some((!db.is_empty() && db != schema).then_some(schema))
     }
 
-    /// `with_default_db`: the Query event `ev` with default database `db`, appended to `out`.
-    fn with_db(&self, ev: &[u8], db: &[u8], out: &mut Vec<u8>) -> Option<()> {
-        let (start, len) = self.db_at(ev)?;
-        if db.len() > 255 {
-            return None;
-        }
-        let at = out.len();
-        out.extend_from_slice(&ev[..HEADER_LEN + 8]);
-        out.push(db.len() as u8);
-        out.extend_from_slice(&ev[HEADER_LEN + 9..start]);
-        out.extend_from_slice(db);
-        out.extend_from_slice(&ev[start + len..ev.len() - self.crc_len()]);
-        let size = (out.len() - at + self.crc_len()) as u32;
-        out[at + 9..at + 13].copy_from_slice(&size.to_le_bytes());
-        crate::crc::seal(out, at, self.crc);
-        Some(())
-    }
-
     /// Output `o`'s copy of `joined` (a GTID event, a BEGIN, then the rest, its GTID's
     /// transaction_length counting them: a whole unit, or one `unit_cut::cut` cut): None where
     /// it is declined, Some(None) where its bytes stay as they are, else its bytes with the
@@ -93,7 +76,8 @@ impl MysqlRoute<'_> {
         };
         let mut made = Vec::with_capacity(joined.len() + db.len());
         made.extend_from_slice(&joined[..g]);
-        self.with_db(&joined[g..b], db, &mut made)?;
+        // `with_default_db`: db_len and db replaced, size and CRC redone (rename_db's writer)
+        made.extend(rename_event(&joined[g..b], db, None, self.query_post, self.crc_len()).ok()??);
         made.extend_from_slice(&joined[b..]);
         let mut out = Vec::with_capacity(made.len() + 8);
         with_length(&made, self.crc, &mut out)?;
@@ -121,7 +105,7 @@ mod tests {
     }
 
     #[test]
-    fn with_db_replaces_the_default_database_and_reseals() {
+    fn retarget_names_the_schema_and_the_renamed_begin_is_resealed() {
         let r = MysqlRoute {
             crc: true,
             query_post: 13,
@@ -132,16 +116,13 @@ mod tests {
         assert_eq!(r.retarget(&ev, 1), Some(Some(&b"db22"[..])));
         assert_eq!(r.retarget(&begin(b"", true), 1), Some(None)); // no database: kept
         assert_eq!(r.retarget(&ev, 2), None); // no such output: declined
-        let mut out = Vec::new();
-        r.with_db(&ev, b"db22", &mut out).unwrap();
-        assert_eq!(out, begin(b"db22", true));
+        assert_eq!(
+            rename_event(&ev, b"db22", None, 13, 4),
+            Ok(Some(begin(b"db22", true)))
+        );
         let maps = MysqlRoute { schemas: None, ..r };
         assert_eq!(maps.retarget(&ev, 5), Some(None));
-        let plain = MysqlRoute { crc: false, ..maps };
-        let mut out = Vec::new();
-        plain
-            .with_db(&begin(b"a_long_db", false), b"", &mut out)
-            .unwrap();
-        assert_eq!(out, begin(b"", false));
+        let plain = rename_event(&begin(b"a_long_db", false), b"", None, 13, 0);
+        assert_eq!(plain, Ok(Some(begin(b"", false))));
     }
 }

@@ -267,14 +267,9 @@ pub fn query_for_python(buf: &[u8], pos: usize, nxt: usize, t: u8, fmt: &Format)
     let Some(end) = nxt.checked_sub(fmt.checksum_len) else {
         return true;
     };
-    let (Some(&db_len), Some(status_len)) = (
-        buf.get(pos + HEADER_LEN + 8),
-        u16_at(buf, pos + HEADER_LEN + 11),
-    ) else {
+    let Some(sql_at) = sql_start(buf, pos, t, fmt) else {
         return true;
     };
-    let db_start = pos + HEADER_LEN + fmt.post_header_len(t) as usize + status_len as usize;
-    let sql_at = db_start + db_len as usize + 1;
     if pos + HEADER_LEN + 13 > end || sql_at > end {
         return true;
     }

@@ -428,14 +428,10 @@ pub(crate) fn walk<'a>(
     let gtid_end = start + gtid_size as usize;
     out.clear();
     out.push((None, start, gtid_end, 1, None, None));
-    let mut at = gtid_end;
     let mut pending: Option<(usize, u32)> = None;
     let mut content = 0;
-    while at < end {
-        let size = u32_at(buf, at + 9)? as usize;
-        if size < HEADER_LEN || at + size > end {
-            return None;
-        }
+    let mut hops = crate::hops::events(buf, gtid_end, end);
+    for (at, size) in hops.by_ref() {
         let nxt = at + size;
         match buf[at + 4] {
             // A placeholder (a RAND the master made in place of a skipped event) is no
@@ -466,9 +462,8 @@ pub(crate) fn walk<'a>(
             }
             _ => return None,
         }
-        at = nxt;
     }
-    if pending.is_some() || content == 0 {
+    if hops.at < end || pending.is_some() || content == 0 {
         return None;
     }
     Some(())

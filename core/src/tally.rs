@@ -4,6 +4,7 @@
 //! tables cost the bandwidth). Only event headers, a Rows event's table id and the statement
 //! units' pieces are read; never a row image.
 
+use crate::hops::events;
 use crate::le::{u32_at, u64_at};
 use crate::scan::{CONTROL, F_FAST};
 use crate::sent::prefetch;
@@ -80,16 +81,12 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
         // XID (from `last`) are envelope unread, and where its Table_maps all name one table
         // every Table_map and Rows event is that table's, no table id read.
         let one = tids.first().filter(|n| tids.iter().all(|m| m == *n));
-        let mut at = (u.start() + u.gtid_size as usize).min(u.end());
+        let at = (u.start() + u.gtid_size as usize).min(u.end());
         let (mut maps, mut counted) = (0usize, 0u64);
         let stop = u.last().clamp(at, u.end());
         let mut envelope = (at - u.start() + u.end() - stop) as u64;
-        while let Some(head) = buf.get(at..at + HEADER_LEN).filter(|_| at < stop) {
-            let len = u32::from_le_bytes([head[9], head[10], head[11], head[12]]) as usize;
-            if len < HEADER_LEN || at + len > stop {
-                break;
-            }
-            let kind = head[4];
+        for (at, len) in events(buf, at, stop) {
+            let kind = buf[at + 4];
             let name = if kind == TABLE_MAP {
                 maps += 1;
                 let name = tids.get(maps - 1).copied();
@@ -107,7 +104,6 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
                 *slot += len as u64;
                 counted += len as u64;
             }
-            at += len;
         }
         t.framing += size - counted;
         written.clear();

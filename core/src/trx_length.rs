@@ -10,7 +10,7 @@
 //! or absent (5.6 and 5.7 GTIDs, 8.0.1) is sent as it is.
 
 use crate::crc::seal;
-use crate::le::u32_at;
+use crate::le::{packed, u32_at};
 use crate::types::HEADER_LEN;
 
 /// A MySQL GTID event (header, body and CRC) and its transaction_length field: (start, end,
@@ -96,23 +96,6 @@ impl<'a> Gtid<'a> {
         out[at + 9..at + 13].copy_from_slice(&size.to_le_bytes());
         seal(out, at, self.crc_len != 0);
     }
-}
-
-/// A packed (length-encoded) integer at body[at..]: its value and where it ends; None where it
-/// does not read (0xfb, 0xff, or past the body).
-pub(crate) fn packed(body: &[u8], at: usize) -> Option<(u64, usize)> {
-    let first = *body.get(at)?;
-    let n = match first {
-        0..=0xfa => return Some((u64::from(first), at + 1)),
-        0xfc => 2,
-        0xfd => 3,
-        0xfe => 8,
-        _ => return None,
-    };
-    let bytes = body.get(at + 1..at + 1 + n)?;
-    let mut word = [0u8; 8];
-    word[..n].copy_from_slice(bytes);
-    Some((u64::from_le_bytes(word), at + 1 + n))
 }
 
 /// The width of `value` packed (`codec.packing.encode_lenenc`).

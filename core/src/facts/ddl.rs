@@ -2,7 +2,7 @@
 //! databases, tables, indexes, views and triggers (a trigger's definition in `trigger`); and for
 //! the schema model, CREATE TABLE's column names.
 
-use super::lex::{upper, Cur, Kind, QName};
+use super::lex::{Cur, Kind, QName};
 use super::ColumnChange;
 use super::{objects, one_of, refs, Facts};
 
@@ -46,7 +46,7 @@ const CONSTRAINT_WORDS: &[&[u8]] = &[
 pub fn create(cur: &mut Cur) -> Option<Facts> {
     cur.skip_modifiers(CREATE_MODIFIERS);
     let temporary = (0..cur.at).any(|i| cur.is_word_at(i, b"TEMPORARY"));
-    let obj = upper(cur.word()?);
+    let obj = cur.word()?.to_ascii_uppercase();
     cur.at += 1;
     match obj.as_slice() {
         b"DATABASE" | b"SCHEMA" => {
@@ -296,7 +296,7 @@ fn index(cur: &mut Cur, kind: &'static str) -> Option<Facts> {
 
 pub fn alter(cur: &mut Cur) -> Option<Facts> {
     cur.skip_modifiers(CREATE_MODIFIERS);
-    let obj = upper(cur.word()?);
+    let obj = cur.word()?.to_ascii_uppercase();
     cur.at += 1;
     match obj.as_slice() {
         b"TABLE" | b"SEQUENCE" => {}
@@ -330,7 +330,7 @@ fn alter_actions(
     let mut out = Vec::new();
     let lower = |name: Vec<u8>| name.to_ascii_lowercase();
     while cur.at < cur.toks.len() {
-        let action = cur.word().map(upper).unwrap_or_default();
+        let action = cur.word().unwrap_or_default().to_ascii_uppercase();
         cur.at += 1;
         let column = cur.accept(b"COLUMN");
         match action.as_slice() {
@@ -398,7 +398,7 @@ fn skip_element(cur: &mut Cur) -> Option<()> {
 
 pub fn drop(cur: &mut Cur) -> Option<Facts> {
     let temporary = cur.accept(b"TEMPORARY");
-    let obj = upper(cur.word()?);
+    let obj = cur.word()?.to_ascii_uppercase();
     cur.at += 1;
     let mut f = match obj.as_slice() {
         b"DATABASE" | b"SCHEMA" => {

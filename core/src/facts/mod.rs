@@ -19,7 +19,7 @@ pub mod trigger;
 
 use crate::stmt::framing;
 pub(crate) use crate::stmt::one_of;
-use lex::{upper, Cur, Kind, QName};
+use lex::{Cur, Kind, QName};
 pub use refs::Ref;
 
 /// A column change of ALTER TABLE: (None, new) a column added, (old, None) one dropped, (old,
@@ -149,7 +149,7 @@ pub fn facts(sql: &[u8]) -> Option<Facts> {
     let toks = lexed.toks;
     let mut cur = Cur::new(sql, &toks);
     cur.loose = lexed.loose;
-    let verb = upper(cur.word()?);
+    let verb = cur.word()?.to_ascii_uppercase();
     cur.at = 1;
     statement(&mut cur, &verb)
 }
@@ -230,7 +230,7 @@ fn with(cur: &mut Cur) -> Option<Facts> {
             break;
         }
     }
-    let verb = upper(cur.word()?);
+    let verb = cur.word()?.to_ascii_uppercase();
     cur.at += 1;
     let mut f = match verb.as_slice() {
         b"SELECT" => return Some(Facts::new("OTHER")),

@@ -1,7 +1,7 @@
 //! The bodies of triggers and stored functions: CREATE TRIGGER's trigger, table, timing and
 //! event, and for the schema model the tables a trigger's or function's body writes.
 
-use super::lex::{upper, Cur, Kind};
+use super::lex::{Cur, Kind};
 use super::{one_of, BodyWrite, Facts, TriggerDef};
 
 /// CREATE TRIGGER [IF NOT EXISTS] [db.]name {BEFORE|AFTER} {INSERT|UPDATE|DELETE} ON table
@@ -33,13 +33,13 @@ pub fn create_trigger(cur: &mut Cur) -> Option<Facts> {
 
 /// `{BEFORE|AFTER} {INSERT|UPDATE|DELETE} ON table FOR EACH ROW`: the definition and its table.
 fn defined(cur: &mut Cur) -> Option<(TriggerDef, super::lex::QName)> {
-    let timing = match upper(cur.word()?).as_slice() {
+    let timing = match cur.word()?.to_ascii_uppercase().as_slice() {
         b"BEFORE" => "BEFORE",
         b"AFTER" => "AFTER",
         _ => return None,
     };
     cur.at += 1;
-    let event = match upper(cur.word()?).as_slice() {
+    let event = match cur.word()?.to_ascii_uppercase().as_slice() {
         b"INSERT" => "INSERT",
         b"UPDATE" => "UPDATE",
         b"DELETE" => "DELETE",

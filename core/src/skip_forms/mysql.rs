@@ -17,7 +17,7 @@ use super::{
 use crate::hops;
 use crate::le::u32_at;
 use crate::scan::{F_ANONYMOUS_GTID, F_FAST, F_HAS_FDE, F_MYSQL_GTID, F_PAYLOAD};
-use crate::sql::statement_verb;
+use crate::sql::{query_ranges, statement_verb};
 use crate::trx_length::Gtid;
 use crate::types::{
     ANONYMOUS_GTID, EXECUTE_LOAD_QUERY, GTID, HEADER_LEN, QUERY, QUERY_COMPRESSED, XID,
@@ -42,11 +42,8 @@ fn events(raw: &[u8], at: usize) -> Option<Vec<(usize, usize, u8)>> {
 /// Whether the Query event `ev` is a BEGIN as TransactionFilter asks (`statement_verb` of its
 /// text is BEGIN); None where the verb is not ASCII (Python upper-cases other letters too).
 fn is_begin(ev: &[u8], crc_len: usize) -> Option<bool> {
-    let db_len = *ev.get(HEADER_LEN + 8)? as usize;
-    let status = crate::le::u16_at(ev, HEADER_LEN + 11)? as usize;
-    let sql_at = HEADER_LEN + QUERY_POST + status + db_len + 1;
-    let sql = ev.get(sql_at..ev.len().checked_sub(crc_len)?)?;
-    let verb = statement_verb(sql);
+    let (_, sql) = query_ranges(ev, 0, QUERY_POST, crc_len)?;
+    let verb = statement_verb(&ev[sql]);
     verb.is_ascii().then(|| verb.eq_ignore_ascii_case(b"BEGIN"))
 }
 

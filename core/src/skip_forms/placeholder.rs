@@ -99,20 +99,7 @@ pub(super) fn framed_run(
     Some(form)
 }
 
-/// What `placeholders` counts of skipped unit `u` (`raw`) framed at its ends (`framed_run`'s
-/// shapes), from its record and those two events, without reading its body: a count walk
-/// (`experiment`, shadow candidates) makes no bytes, and every body event's header was a cache
-/// miss for each unit of a segment under the policy. None where the record does not say so.
-pub(super) fn framed_count(
-    raw: &[u8],
-    u: &ListedUnit,
-    kept: &[(usize, usize)],
-    crc: bool,
-) -> Option<Form> {
-    framed_form(raw, u, kept, crc).map(|f| f.3)
-}
-
-/// `framed_count` of a complete fast MariaDB unit from its record alone (`count_walk::recorded`):
+/// `framed_form`'s counts of a complete fast MariaDB unit from its record alone (`count_walk::recorded`):
 /// its GTID's size and its last event's offset, where `framed_form` would find a GTID, a body and
 /// an XID at its end (the scanner's fast shape ends with one); None where it would not.
 pub(crate) fn recorded(u: &ListedUnit, crc: bool) -> Option<Form> {
@@ -143,8 +130,11 @@ fn framed<'a>(
 }
 
 /// Unit `u` (`raw`) framed at its ends, where its record says so: the length of its head, its
-/// tail, the events between them (one at least) and the form's counts.
-fn framed_form<'a>(
+/// tail, the events between them (one at least) and the form's counts. The counts are what
+/// `placeholders` counts of it (`framed_run`'s shapes), from its record and those two events,
+/// without reading its body: a count walk (`experiment`, shadow candidates) makes no bytes, and
+/// every body event's header was a cache miss for each unit of a segment under the policy.
+pub(super) fn framed_form<'a>(
     raw: &'a [u8],
     u: &ListedUnit,
     kept: &[(usize, usize)],
@@ -347,7 +337,7 @@ mod tests {
                     Some(&mut made),
                 );
                 assert_eq!(form.map(|f| f.bytes as usize), Some(made.len()));
-                assert_eq!(framed_count(&raw, &u, &[], crc), form, "{body}");
+                assert_eq!(framed_form(&raw, &u, &[], crc).map(|f| f.3), form, "{body}");
                 assert_eq!(
                     super::super::skipped(
                         &u,
@@ -395,10 +385,7 @@ mod tests {
                     None,
                 );
                 assert_eq!(counted, walk);
-                assert_eq!(
-                    framed_count(&raw, &u, &kept, crc).is_some(),
-                    kept.len() == 2
-                );
+                assert_eq!(framed_form(&raw, &u, &kept, crc).is_some(), kept.len() == 2);
             }
         }
     }
