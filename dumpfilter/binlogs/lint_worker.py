@@ -245,9 +245,12 @@ class Worker:
         process ended during it, and was started again)."""
         if self.closed:
             return [(FAILED, "the master is shutting down")] * n
-        if self.proc is not None and self.proc.poll() is not None:  # ended since it last answered
-            if self._restart(self.proc, "while idle"):
-                self.proc = None
+        # (one reference: `close`, at exit on another thread, may take self.proc away after the
+        # check; a CI run's master raised AttributeError here as it shut down)
+        proc = self.proc
+        if proc is not None and proc.poll() is not None:  # ended since it last answered
+            if why := self._restart(proc, "while idle"):
+                return [(FAILED, why)] * n
         if self.proc is None and (why := self._start()):
             return [(FAILED, why)] * n
         # One reference for the whole exchange: `close` (at exit, on another thread) may take

@@ -5,6 +5,9 @@ ended does (FAILED, one line), and no worker is started again after `close`."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from dumpfilter.master import lint_jobs
 
 
@@ -30,3 +33,27 @@ def test_after_close_no_worker_is_started_again():
     [(state, why)] = worker._run(([], []), 1)
     assert state == lint_jobs.FAILED and "shutting down" in why
     assert worker.proc is None
+
+
+def test_a_close_between_the_idle_check_and_the_restart_fails_without_raising():
+    """The window a CI run hit (AttributeError in `_restart`, a traceback as the master shut down):
+    the worker process ended while idle, and the exit's `close` took it away after `_run` saw it
+    had ended. The exchange fails in one line, and no worker is started after the close."""
+    worker = lint_jobs._Worker()
+
+    class ClosingPoll(subprocess.Popen[bytes]):  # a real process; its poll lets the exit's close in
+        def poll(self) -> int | None:
+            code = super().poll()
+            worker.close()
+            return code
+
+    try:
+        worker.stop()
+        ended = ClosingPoll([sys.executable, "-c", "pass"])
+        ended.wait()
+        worker.proc = ended
+        [(state, why)] = worker._run(([], []), 1)
+        assert state == lint_jobs.FAILED and "shutting down" in why
+        assert worker.proc is None
+    finally:
+        worker.close()
