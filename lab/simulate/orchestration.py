@@ -105,10 +105,9 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
         source = MasterSource("mariadb", options=options, policy=source.policy if source else None)
     if keep_work is not None:
         keep_work.mkdir(parents=True, exist_ok=True)
-        work_dir, cleanup = keep_work, None
+        work_dir, temporary = keep_work, False
     else:
-        cleanup = tempfile.TemporaryDirectory(prefix="dumpfilter-simulate-")
-        work_dir = Path(cleanup.name)
+        work_dir, temporary = Path(tempfile.mkdtemp(prefix="dumpfilter-simulate-")), True
     linting = None
     try:
         prepared = prepare_source(source, work_dir, log=log.info)
@@ -134,8 +133,28 @@ def run_simulation(topology: Topology | None, out: Path | None = None, *, verify
     finally:
         if linting is not None:
             linting.close()
-        if cleanup is not None:
-            cleanup.cleanup()
+        if temporary:
+            _remove_work(work_dir)
+
+
+def _remove_work(work_dir: Path) -> None:
+    """The run's temporary directory removed, never raising over the run's own outcome. A removal
+    that fails (a file created in a directory while it is emptied: ENOTEMPTY; or gone before it is
+    unlinked) is tried again; what still stays is told in one line with its path. (CI once saw a
+    Ctrl-C'd simulation leave its work directory whole, the failed removal's error hidden behind
+    "interrupted".)"""
+    error: OSError | None = None
+    for attempt in range(5):
+        try:
+            shutil.rmtree(work_dir)
+            return
+        except FileNotFoundError:
+            if not work_dir.exists():
+                return
+        except OSError as exc:
+            error = exc
+        time.sleep(0.05 * (attempt + 1))
+    log.warning(f"the work directory {work_dir} could not be removed: {error}")
 
 
 def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify: bool, console: Console,

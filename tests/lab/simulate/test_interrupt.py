@@ -59,3 +59,38 @@ def test_ctrl_c_stops_cleanly(tmp_path):
     assert err.strip().splitlines()[-1] == "dumpfilter: interrupted", err
     assert list(tmp.iterdir()) == [], list(tmp.rglob("*"))[:10]  # nothing left behind
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_work_directory_that_fails_to_go_is_tried_again_then_named(tmp_path, monkeypatch, caplog):
+    """A removal that fails once (a file created in a directory while it was emptied) is tried
+    again; one that keeps failing is one warning naming the directory, never an exception over the
+    run's own outcome."""
+    import errno
+    import shutil
+
+    from dumpfilter.lab.simulate import orchestration
+
+    real = shutil.rmtree
+    failures = {"left": 1}
+
+    def rmtree(path, *args, **kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise OSError(errno.ENOTEMPTY, os.strerror(errno.ENOTEMPTY), str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(orchestration.shutil, "rmtree", rmtree)
+    work = tmp_path / "work"
+    (work / "relay").mkdir(parents=True)
+    (work / "relay" / "relay-log.info").write_text("x")
+    orchestration._remove_work(work)
+    assert not work.exists() and failures["left"] == 0
+
+    failures["left"] = 99
+    work.mkdir()
+    with caplog.at_level("WARNING", logger="dumpfilter.lab.simulate"):
+        orchestration._remove_work(work)
+    assert work.exists()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the work directory {work} could not be removed: [Errno {errno.ENOTEMPTY}] "
+        f"{os.strerror(errno.ENOTEMPTY)}: '{work}'"]
