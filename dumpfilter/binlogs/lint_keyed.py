@@ -164,16 +164,13 @@ Key = bytes | tuple[str, _core.StatementShape]  # a keyed statement's key bytes,
 
 
 class KeyVerdicts:
-    """One Linter's answers by statement key (its bytes, across buffers and files, or a lone
-    statement's (default database, shape)), each asked once while the state holds: its class
-    (`binlogs.lint_scan`'s safe bits), a _COLUMNS key's columns and its verdict, all forgotten by
-    the tables they read (`forget`); and the units answered from the verdicts (`answered`)."""
+    """One Linter's verdicts by statement key (its bytes, across buffers and files, or a lone
+    statement's (default database, shape)), each asked once while the state holds (what
+    `binlogs.lint_scan`'s safe bits read too), forgotten by the tables they read (`forget`); and the
+    units answered from them (`answered`)."""
 
     def __init__(self, linter: Linter):
         self.linter = linter
-        self.classes: dict[Key, int] = {}
-        # A _COLUMNS key's (the replica's columns, whether a list-less INSERT's count matches).
-        self.columns: dict[Key, tuple[tuple[str, ...], bool]] = {}
         self.verdicts: dict[Key, Verdict | None] = {}
         # The keys by the tables (lower case) their answers read; under None, the keys read from no
         # table alone (forgotten after any change).
@@ -188,15 +185,11 @@ class KeyVerdicts:
         """The answers of `tables` forgotten (and the keys read from no table alone), or all of
         them (None): after a unit fed that changed the Linter's state (`Linter.touched`)."""
         if tables is None:
-            self.classes.clear()
-            self.columns.clear()
             self.verdicts.clear()
             self.by_table.clear()
             return
         for table in (*tables, None):
             for key in self.by_table.pop(table, ()):
-                self.classes.pop(key, None)
-                self.columns.pop(key, None)
                 self.verdicts.pop(key, None)
 
     def verdict(self, key: Key, kind: int, db: str, sql: str) -> Verdict | None:
@@ -209,7 +202,7 @@ class KeyVerdicts:
         self.verdicts[key] = verdict
         if verdict is not None:
             self.file(key, {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
-        else:  # by the tables its text names (as its class is): a temporary table or a function made forgets all
+        else:  # by the tables its text names: a temporary table or a function made forgets all
             info = statement_tables(sql, db)
             self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
                       if info.parse_ok and not self.linter.primary.temps else None)
@@ -233,8 +226,8 @@ class KeyVerdicts:
             else:
                 first = pieces.keys[ids[j]]
                 verdict = self.verdict(key, key[0], decode_text(first.db), decode_text(first.sql))
-            if verdict is None:
-                return False
+            if verdict is None or verdict.columns is not None:
+                return False  # (a statement whose columns are held to the replica's: fed, `Heads.failing`)
             if not verdict.quiet:
                 at = pieces.queries[j]
                 text = query_text(buf, at, at + int.from_bytes(buf[at + 9:at + 13], "little"), fmt)
@@ -255,7 +248,7 @@ class KeyVerdicts:
         verdict, as `answer` does a statement unit's: False (nothing done) when it has none."""
         db, sql, shape = lone
         verdict = self.verdict((db, shape), shape.kind, db, sql)
-        if verdict is None:
+        if verdict is None or verdict.columns is not None:
             return False
         self.answered += 1
         if not verdict.quiet:

@@ -9,12 +9,13 @@ A unit the Linter is not fed is one whose feed would neither change its state no
   The Linter reads only the Table_maps of such a unit, and a present table never breaks (row events carry
   their own column count).
 - a statement unit the core keys (GTID, single-table DML Queries and their context events, framing Queries, XID:
-  `stmt_units.rs`) whose every key is safe: skipped by the rules (when the engine decides statements by key;
-  unless `rules.lint_divergence` says it diverges), or naming a present table (replica name, after rewrite-db)
-  with nothing read besides, with no temporary table on the primary, and, for INSERT/REPLACE, nothing for
-  `_insert_shape` to check (the replica's model has no columns for the table and no skipped ALTER changed its
-  count). Where the replica's columns are known, the unit's INSERT texts are looked at (`Heads.failing`: each
-  distinct column list parsed once) and the unit is fed only when one may break. Lone keyed DML likewise.
+  `stmt_units.rs`) whose every key is safe: its verdict (`Linter.key_verdict`, the one reading of a key that
+  also answers units: `binlogs.lint_keyed`) neither breaks nor counts a divergence: skipped by the rules, or
+  naming a present table (replica name, after rewrite-db) with nothing read besides, with no temporary table,
+  and, for INSERT/REPLACE, nothing for `_insert_shape` to check (the replica's model has no columns for the
+  table and no skipped ALTER changed its count). Where the replica's columns are known (the verdict's
+  `columns`), the unit's INSERT texts are looked at (`Heads.failing`: each distinct column list parsed once)
+  and the unit is fed only when one may break. Lone keyed DML likewise.
 A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act on DDL
 only), so the safe bits stay right across such units. Every other unit (DDL, control events, statements the
 core does not key) is fed. After a DDL unit whose changes stay with the tables it names (`Linter.touched`:
@@ -37,7 +38,7 @@ from pathlib import Path
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import distinct_paths, file_error, naming, open_binlog
-from dumpfilter.binlogs.lint_keyed import Heads, Key, KeyVerdicts, head_list, insert_passes
+from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts, head_list, insert_passes
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -47,13 +48,11 @@ from dumpfilter.codec.reader import bad_magic, truncated
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, unit_events
 from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
-from dumpfilter.rules.lint_divergence import Breaks, may_diverge
-from dumpfilter.rules.statement_info import Kind, StatementInfo
-from dumpfilter.rules.statements import statement_tables
+from dumpfilter.rules.lint_divergence import Breaks
+from dumpfilter.rules.lint_records import Verdict
 
 READ_BYTES = 4 << 20  # one read buffer
 _QUERY = int(EventType.QUERY)
-_DML = (Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE)
 # ROW_SKIP (nothing to feed) -> 0, any other answer -> 1.
 _NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
 # A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
@@ -122,8 +121,8 @@ class _Lint(KeyVerdicts):
                     bits[nid] = bit
                     flipped = True
         if not flipped:
-            classes = self.classes
-            flipped = any(k.key not in classes for k in keys)
+            verdicts = self.verdicts
+            flipped = any(k.key not in verdicts for k in keys)
         if flipped:
             self.refresh(units, names, keys)
 
@@ -134,59 +133,24 @@ class _Lint(KeyVerdicts):
             return True
         return linter._table_state(linter._replica_table(db, table))[0]
 
-    def key_class(self, key: Key, db: str, sql: str) -> int:
-        """The class of a statement key, asked of one of its statements (`sql` under `db`) once
-        while the state holds, filed under the tables it was read from."""
-        cls = self.classes.get(key)
-        if cls is None:
-            primary = statement_tables(sql, db)
-            self.file(key, {table.lower() for _, table in (*primary.updated, *primary.read)}
-                      if primary.parse_ok and not self.linter.primary.temps else None)
-            cls = self.classes[key] = self._key_class(key, db, sql, primary)
-        return cls
-
-    def _key_class(self, key: Key, db: str, sql: str, primary: StatementInfo) -> int:
-        linter = self.linter
-        if linter.calls_functions:
-            return _UNSAFE  # a text of the key may call a stored function whose body writes other tables
+    def key_class(self, verdict: Verdict | None) -> int:
+        """The class of a statement key, read off its verdict (`KeyVerdicts.verdict`)."""
+        if verdict is None:
+            return _UNSAFE
         if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
-            return _UNSAFE if may_diverge(linter, sql, db, primary) else _SAFE
-        if linter.primary.temps:
-            return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
-        engine = linter.engine
-        if may_diverge(linter, sql, db, primary):
-            return _UNSAFE  # judged by its default database otherwise than its table's: a silent divergence
-        if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
-            return _SAFE   # skipped: a DML statement the replica skips changes nothing
-        replica_db = linter._replica_db(db)
-        replica = statement_tables(sql, replica_db) if replica_db != db else primary
-        for info in (primary, replica):
-            if not info.parse_ok or info.kind not in _DML or info.read or len(info.updated) != 1 or info.temporary:
-                return _UNSAFE
-        if replica.kind is not primary.kind:
-            return _UNSAFE
-        ref = linter.replica_ref(replica.updated[0])
-        if not linter._table_state(ref)[0]:
-            return _UNSAFE
-        if primary.kind in (Kind.INSERT, Kind.REPLACE):
-            replica_columns = linter.replica.model.columns(*ref)
-            if replica_columns is None:
-                # `_insert_shape` finds nothing to check without the replica's columns and count delta.
-                return _UNSAFE if linter.column_delta.get(ref) else _SAFE
-            primary_columns = linter.primary.model.columns(*primary.updated[0])
-            # Without a list the primary's column count is the values' (unknown: the Linter counts them).
-            self.columns[key] = (replica_columns, primary_columns is not None
-                                 and len(primary_columns) == len(replica_columns))
+            return _UNSAFE if verdict.notes else _SAFE
+        if verdict.columns is not None and not verdict.notes:
             return _COLUMNS
-        return _SAFE
+        return _SAFE if verdict.quiet else _UNSAFE
 
     def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
         """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
-        key = (db, shape)
-        cls = self.key_class(key, db, sql)
+        verdict = self.verdict((db, shape), shape.kind, db, sql)
+        cls = self.key_class(verdict)
         if cls != _COLUMNS:
             return cls == _SAFE
-        return insert_passes(sql, *self.columns[key], head_list(sql[:sql.find(")") + 1]))
+        assert verdict is not None and verdict.columns is not None  # (_COLUMNS)
+        return insert_passes(sql, *verdict.columns, head_list(sql[:sql.find(")") + 1]))
 
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
                 keys: Sequence[_core.StatementKey]) -> None:
@@ -199,15 +163,19 @@ class _Lint(KeyVerdicts):
             by_table = self.ids_by_table
             for nid in range(have, len(names)):
                 by_table.setdefault(names[nid][1].lower(), []).append(nid)
-        classes = self.classes
+        verdicts = self.verdicts
         bad = bytearray(len(keys))
         columns = bytearray(len(keys))
+        shapes: dict[int, tuple[tuple[str, ...], bool]] = {}  # by key id: a _COLUMNS key's columns
         for key in keys:
-            cls = classes.get(key.key)
-            if cls is None:
-                cls = self.key_class(key.key, decode_text(key.db), decode_text(key.sql))
+            verdict = verdicts[key.key] if key.key in verdicts else \
+                self.verdict(key.key, key.key[0], decode_text(key.db), decode_text(key.sql))
+            cls = self.key_class(verdict)
             bad[key.id] = cls == _UNSAFE
-            columns[key.id] = cls == _COLUMNS
+            if cls == _COLUMNS:
+                assert verdict is not None and verdict.columns is not None  # (_COLUMNS)
+                columns[key.id] = 1
+                shapes[key.id] = verdict.columns
         need = bytearray(units.rows_many([bytes(self.names)], [bytes(bad)])[0].translate(_NEED))
         if any(columns):
             # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
@@ -216,8 +184,7 @@ class _Lint(KeyVerdicts):
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
             if any(check):
                 assert self.heads is not None  # (set by _lint_units)
-                failing = self.heads.failing(check, {k.id: self.columns[k.key] for k in keys
-                                                     if columns[k.id]})
+                failing = self.heads.failing(check, shapes)
                 self.bulk += sum(check) - len(failing)
                 for k in failing:
                     need[k] = 1
