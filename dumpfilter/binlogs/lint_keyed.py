@@ -49,6 +49,10 @@ _QUERY = int(EventType.QUERY)
 _U32 = struct.Struct("<I")
 _QUERY_LENS = struct.Struct("<BHH")  # a Query's post-header from its db_len: db_len, error_code, status_vars_len
 _QUOTES = ("`", "'", '"')
+# A key's class for one Linter (`KeyVerdicts.key_class`): safe, unsafe (its units are fed), or an
+# INSERT/REPLACE whose column list or count `_insert_shape` checks against the replica's columns
+# (each statement looked at).
+SAFE, UNSAFE, COLUMNS = 0, 1, 2
 
 
 def head_list(head: str | None) -> list[str] | None:
@@ -176,6 +180,7 @@ class KeyVerdicts:
         # table alone (forgotten after any change).
         self.by_table: dict[str | None, set[Key]] = {}
         self.answered = 0
+        self.quiet = False  # past its first break (`lint_scan`'s first_break): row units and safe keys not fed
 
     def file(self, key: Key, tables: Iterable[str] | None) -> None:
         for table in (None,) if tables is None else tables:
@@ -207,6 +212,16 @@ class KeyVerdicts:
             self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
                       if info.parse_ok and not self.linter.primary.temps else None)
         return verdict
+
+    def key_class(self, verdict: Verdict | None) -> int:
+        """The class of a statement key, read off its verdict (`verdict`)."""
+        if verdict is None:
+            return UNSAFE
+        if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
+            return UNSAFE if verdict.notes else SAFE
+        if verdict.columns is not None and not verdict.notes:
+            return COLUMNS
+        return SAFE if verdict.quiet else UNSAFE
 
     def answer(self, k: int, units: UnitList, pieces: Pieces, buf: Buffer, base: int, u: _core.UnitEntry,
                name: str, fmt: FormatDescription | None) -> bool:
@@ -245,9 +260,17 @@ class KeyVerdicts:
                     fmt: FormatDescription, lone: tuple[str, str, _core.StatementShape]) -> bool:
         """A lone keyed statement's unit k (a GTID and one keyed DML Query, `lone` its (default
         database, text, `statement_key` shape): `lint_scan._lone_dml`) answered from its shape's
-        verdict, as `answer` does a statement unit's: False (nothing done) when it has none."""
+        verdict, as `answer` does a statement unit's: True, nothing done, where it neither breaks
+        nor changes state (its class safe, or its INSERT's columns pass); False (nothing done) when
+        it has none: it is fed."""
         db, sql, shape = lone
         verdict = self.verdict((db, shape), shape.kind, db, sql)
+        cls = self.key_class(verdict)
+        if cls == COLUMNS:
+            assert verdict is not None and verdict.columns is not None  # (COLUMNS)
+            return insert_passes(sql, *verdict.columns, head_list(sql[:sql.find(")") + 1]))
+        if cls == SAFE:
+            return True
         if verdict is None or verdict.columns is not None:
             return False
         self.answered += 1

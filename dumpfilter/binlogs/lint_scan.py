@@ -38,7 +38,7 @@ from pathlib import Path
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import distinct_paths, file_error, naming, open_binlog
-from dumpfilter.binlogs.lint_keyed import Heads, KeyVerdicts, head_list, insert_passes
+from dumpfilter.binlogs.lint_keyed import COLUMNS, UNSAFE, Heads, KeyVerdicts
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -49,17 +49,11 @@ from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitLis
 from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
 from dumpfilter.rules.lint_divergence import Breaks
-from dumpfilter.rules.lint_records import Verdict
 
 READ_BYTES = 4 << 20  # one read buffer
 _QUERY = int(EventType.QUERY)
 # ROW_SKIP (nothing to feed) -> 0, any other answer -> 1.
 _NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
-# A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
-# list or count `_insert_shape` checks against the replica's columns (each statement looked at).
-_SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
-# `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
-_Shape = _core.StatementShape
 
 
 @dataclass
@@ -97,7 +91,6 @@ class _Lint(KeyVerdicts):
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
         self.refreshes = 0
         self.first_break = False  # once it has a break, fed only what may diverge (`quiet`)
-        self.quiet = False        # past its first break (`first_break`): row units and safe keys not fed
 
     def forget(self, tables: set[str] | None = None) -> None:
         super().forget(tables)
@@ -133,25 +126,6 @@ class _Lint(KeyVerdicts):
             return True
         return linter._table_state(linter._replica_table(db, table))[0]
 
-    def key_class(self, verdict: Verdict | None) -> int:
-        """The class of a statement key, read off its verdict (`KeyVerdicts.verdict`)."""
-        if verdict is None:
-            return _UNSAFE
-        if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
-            return _UNSAFE if verdict.notes else _SAFE
-        if verdict.columns is not None and not verdict.notes:
-            return _COLUMNS
-        return _SAFE if verdict.quiet else _UNSAFE
-
-    def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
-        """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
-        verdict = self.verdict((db, shape), shape.kind, db, sql)
-        cls = self.key_class(verdict)
-        if cls != _COLUMNS:
-            return cls == _SAFE
-        assert verdict is not None and verdict.columns is not None  # (_COLUMNS)
-        return insert_passes(sql, *verdict.columns, head_list(sql[:sql.find(")") + 1]))
-
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
                 keys: Sequence[_core.StatementKey]) -> None:
         """The unsafe bytes for every name and key of this buffer, and which units the Linter
@@ -166,14 +140,14 @@ class _Lint(KeyVerdicts):
         verdicts = self.verdicts
         bad = bytearray(len(keys))
         columns = bytearray(len(keys))
-        shapes: dict[int, tuple[tuple[str, ...], bool]] = {}  # by key id: a _COLUMNS key's columns
+        shapes: dict[int, tuple[tuple[str, ...], bool]] = {}  # by key id: a COLUMNS key's columns
         for key in keys:
             verdict = verdicts[key.key] if key.key in verdicts else \
                 self.verdict(key.key, key.key[0], decode_text(key.db), decode_text(key.sql))
             cls = self.key_class(verdict)
-            bad[key.id] = cls == _UNSAFE
-            if cls == _COLUMNS:
-                assert verdict is not None and verdict.columns is not None  # (_COLUMNS)
+            bad[key.id] = cls == UNSAFE
+            if cls == COLUMNS:
+                assert verdict is not None and verdict.columns is not None  # (COLUMNS)
                 columns[key.id] = 1
                 shapes[key.id] = verdict.columns
         need = bytearray(units.rows_many([bytes(self.names)], [bytes(bad)])[0].translate(_NEED))
@@ -346,7 +320,7 @@ def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, 
 _GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
 
 
-def _lone_dml(buf: Buffer, u: _core.UnitEntry, fmt: FormatDescription | None) -> tuple[str, str, _Shape] | None:
+def _lone_dml(buf: Buffer, u: _core.UnitEntry, fmt: FormatDescription | None) -> tuple[str, str, _core.StatementShape] | None:
     """(default database, SQL, statement key) when unit `u` is a complete GTID and one Query that
     the core keys (single-table DML), else None."""
     if fmt is None or u.events != 2 or not u.gtid_size or u.flags & _core.F_COMPLETE == 0 or u.flags & _GTIDS == 0:
@@ -414,7 +388,6 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
             # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
             # changes no state, and is fed only to the Linters for which it may break, unless
             # answered from its shape's verdict.
-            wanted = [lint for lint in wanted if not lint.statement_safe(*lone)]
             fed = [lint for lint in wanted if not lint.answer_lone(k, units, buf, base, u, name, fmt, lone)]
         elif not changes:  # a statement unit by keys: answered from its keys' verdicts?
             fed = [lint for lint in wanted if not lint.answer(k, units, heads.pieces, buf, base, u, name, fmt)]
