@@ -24,7 +24,6 @@ fed touched (`Linter.touched`), or all of them when it may have changed more.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
 from functools import cached_property
 import re
 import struct
@@ -182,10 +181,6 @@ class KeyVerdicts:
         self.answered = 0
         self.quiet = False  # past its first break (`lint_scan`'s first_break): row units and safe keys not fed
 
-    def file(self, key: Key, tables: Iterable[str] | None) -> None:
-        for table in (None,) if tables is None else tables:
-            self.by_table.setdefault(table, set()).add(key)
-
     def forget(self, tables: set[str] | None = None) -> None:
         """The answers of `tables` forgotten (and the keys read from no table alone), or all of
         them (None): after a unit fed that changed the Linter's state (`Linter.touched`)."""
@@ -205,12 +200,15 @@ class KeyVerdicts:
             return self.verdicts[key]
         verdict = None if kind in _SELECT_KINDS else self.linter.key_verdict(db, sql)
         self.verdicts[key] = verdict
-        if verdict is not None:
-            self.file(key, {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
+        if verdict is not None:  # filed by the tables it read (`forget`)
+            tables: set[str] | None = {table.lower() for _, table in (*verdict.primary.updated,
+                                                                     *verdict.replica.updated)}
         else:  # by the tables its text names: a temporary table or a function made forgets all
             info = statement_tables(sql, db)
-            self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
-                      if info.parse_ok and not self.linter.primary.temps else None)
+            tables = {table.lower() for _, table in (*info.updated, *info.read)} \
+                if info.parse_ok and not self.linter.primary.temps else None
+        for table in (None,) if tables is None else tables:
+            self.by_table.setdefault(table, set()).add(key)
         return verdict
 
     def key_class(self, verdict: Verdict | None) -> int:
