@@ -24,7 +24,6 @@ fed touched (`Linter.touched`), or all of them when it may have changed more.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterable
 from functools import cached_property
 import re
 import struct
@@ -49,6 +48,10 @@ _QUERY = int(EventType.QUERY)
 _U32 = struct.Struct("<I")
 _QUERY_LENS = struct.Struct("<BHH")  # a Query's post-header from its db_len: db_len, error_code, status_vars_len
 _QUOTES = ("`", "'", '"')
+# A key's class for one Linter (`KeyVerdicts.key_class`): safe, unsafe (its units are fed), or an
+# INSERT/REPLACE whose column list or count `_insert_shape` checks against the replica's columns
+# (each statement looked at).
+SAFE, UNSAFE, COLUMNS = 0, 1, 2
 
 
 def head_list(head: str | None) -> list[str] | None:
@@ -164,39 +167,29 @@ Key = bytes | tuple[str, _core.StatementShape]  # a keyed statement's key bytes,
 
 
 class KeyVerdicts:
-    """One Linter's answers by statement key (its bytes, across buffers and files, or a lone
-    statement's (default database, shape)), each asked once while the state holds: its class
-    (`binlogs.lint_scan`'s safe bits), a _COLUMNS key's columns and its verdict, all forgotten by
-    the tables they read (`forget`); and the units answered from the verdicts (`answered`)."""
+    """One Linter's verdicts by statement key (its bytes, across buffers and files, or a lone
+    statement's (default database, shape)), each asked once while the state holds (what
+    `binlogs.lint_scan`'s safe bits read too), forgotten by the tables they read (`forget`); and the
+    units answered from them (`answered`)."""
 
     def __init__(self, linter: Linter):
         self.linter = linter
-        self.classes: dict[Key, int] = {}
-        # A _COLUMNS key's (the replica's columns, whether a list-less INSERT's count matches).
-        self.columns: dict[Key, tuple[tuple[str, ...], bool]] = {}
         self.verdicts: dict[Key, Verdict | None] = {}
         # The keys by the tables (lower case) their answers read; under None, the keys read from no
         # table alone (forgotten after any change).
         self.by_table: dict[str | None, set[Key]] = {}
         self.answered = 0
-
-    def file(self, key: Key, tables: Iterable[str] | None) -> None:
-        for table in (None,) if tables is None else tables:
-            self.by_table.setdefault(table, set()).add(key)
+        self.quiet = False  # past its first break (`lint_scan`'s first_break): row units and safe keys not fed
 
     def forget(self, tables: set[str] | None = None) -> None:
         """The answers of `tables` forgotten (and the keys read from no table alone), or all of
         them (None): after a unit fed that changed the Linter's state (`Linter.touched`)."""
         if tables is None:
-            self.classes.clear()
-            self.columns.clear()
             self.verdicts.clear()
             self.by_table.clear()
             return
         for table in (*tables, None):
             for key in self.by_table.pop(table, ()):
-                self.classes.pop(key, None)
-                self.columns.pop(key, None)
                 self.verdicts.pop(key, None)
 
     def verdict(self, key: Key, kind: int, db: str, sql: str) -> Verdict | None:
@@ -207,13 +200,26 @@ class KeyVerdicts:
             return self.verdicts[key]
         verdict = None if kind in _SELECT_KINDS else self.linter.key_verdict(db, sql)
         self.verdicts[key] = verdict
-        if verdict is not None:
-            self.file(key, {table.lower() for _, table in (*verdict.primary.updated, *verdict.replica.updated)})
-        else:  # by the tables its text names (as its class is): a temporary table or a function made forgets all
+        if verdict is not None:  # filed by the tables it read (`forget`)
+            tables: set[str] | None = {table.lower() for _, table in (*verdict.primary.updated,
+                                                                     *verdict.replica.updated)}
+        else:  # by the tables its text names: a temporary table or a function made forgets all
             info = statement_tables(sql, db)
-            self.file(key, {table.lower() for _, table in (*info.updated, *info.read)}
-                      if info.parse_ok and not self.linter.primary.temps else None)
+            tables = {table.lower() for _, table in (*info.updated, *info.read)} \
+                if info.parse_ok and not self.linter.primary.temps else None
+        for table in (None,) if tables is None else tables:
+            self.by_table.setdefault(table, set()).add(key)
         return verdict
+
+    def key_class(self, verdict: Verdict | None) -> int:
+        """The class of a statement key, read off its verdict (`verdict`)."""
+        if verdict is None:
+            return UNSAFE
+        if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
+            return UNSAFE if verdict.notes else SAFE
+        if verdict.columns is not None and not verdict.notes:
+            return COLUMNS
+        return SAFE if verdict.quiet else UNSAFE
 
     def answer(self, k: int, units: UnitList, pieces: Pieces, buf: Buffer, base: int, u: _core.UnitEntry,
                name: str, fmt: FormatDescription | None) -> bool:
@@ -233,8 +239,8 @@ class KeyVerdicts:
             else:
                 first = pieces.keys[ids[j]]
                 verdict = self.verdict(key, key[0], decode_text(first.db), decode_text(first.sql))
-            if verdict is None:
-                return False
+            if verdict is None or verdict.columns is not None:
+                return False  # (a statement whose columns are held to the replica's: fed, `Heads.failing`)
             if not verdict.quiet:
                 at = pieces.queries[j]
                 text = query_text(buf, at, at + int.from_bytes(buf[at + 9:at + 13], "little"), fmt)
@@ -252,10 +258,18 @@ class KeyVerdicts:
                     fmt: FormatDescription, lone: tuple[str, str, _core.StatementShape]) -> bool:
         """A lone keyed statement's unit k (a GTID and one keyed DML Query, `lone` its (default
         database, text, `statement_key` shape): `lint_scan._lone_dml`) answered from its shape's
-        verdict, as `answer` does a statement unit's: False (nothing done) when it has none."""
+        verdict, as `answer` does a statement unit's: True, nothing done, where it neither breaks
+        nor changes state (its class safe, or its INSERT's columns pass); False (nothing done) when
+        it has none: it is fed."""
         db, sql, shape = lone
         verdict = self.verdict((db, shape), shape.kind, db, sql)
-        if verdict is None:
+        cls = self.key_class(verdict)
+        if cls == COLUMNS:
+            assert verdict is not None and verdict.columns is not None  # (COLUMNS)
+            return insert_passes(sql, *verdict.columns, head_list(sql[:sql.find(")") + 1]))
+        if cls == SAFE:
+            return True
+        if verdict is None or verdict.columns is not None:
             return False
         self.answered += 1
         if not verdict.quiet:

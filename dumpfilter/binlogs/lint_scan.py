@@ -9,12 +9,13 @@ A unit the Linter is not fed is one whose feed would neither change its state no
   The Linter reads only the Table_maps of such a unit, and a present table never breaks (row events carry
   their own column count).
 - a statement unit the core keys (GTID, single-table DML Queries and their context events, framing Queries, XID:
-  `stmt_units.rs`) whose every key is safe: skipped by the rules (when the engine decides statements by key;
-  unless `rules.lint_divergence` says it diverges), or naming a present table (replica name, after rewrite-db)
-  with nothing read besides, with no temporary table on the primary, and, for INSERT/REPLACE, nothing for
-  `_insert_shape` to check (the replica's model has no columns for the table and no skipped ALTER changed its
-  count). Where the replica's columns are known, the unit's INSERT texts are looked at (`Heads.failing`: each
-  distinct column list parsed once) and the unit is fed only when one may break. Lone keyed DML likewise.
+  `stmt_units.rs`) whose every key is safe: its verdict (`Linter.key_verdict`, the one reading of a key that
+  also answers units: `binlogs.lint_keyed`) neither breaks nor counts a divergence: skipped by the rules, or
+  naming a present table (replica name, after rewrite-db) with nothing read besides, with no temporary table,
+  and, for INSERT/REPLACE, nothing for `_insert_shape` to check (the replica's model has no columns for the
+  table and no skipped ALTER changed its count). Where the replica's columns are known (the verdict's
+  `columns`), the unit's INSERT texts are looked at (`Heads.failing`: each distinct column list parsed once)
+  and the unit is fed only when one may break. Lone keyed DML likewise.
 A DML statement changes none of the Linter's state (`_skipped`, `_kept` and the schema models act on DDL
 only), so the safe bits stay right across such units. Every other unit (DDL, control events, statements the
 core does not key) is fed. After a DDL unit whose changes stay with the tables it names (`Linter.touched`:
@@ -37,7 +38,7 @@ from pathlib import Path
 
 from dumpfilter import _core
 from dumpfilter.binlogs.files import distinct_paths, file_error, naming, open_binlog
-from dumpfilter.binlogs.lint_keyed import Heads, Key, KeyVerdicts, head_list, insert_passes
+from dumpfilter.binlogs.lint_keyed import COLUMNS, UNSAFE, Heads, KeyVerdicts
 from dumpfilter.binlogs.scan_index import KeptScan
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.constants import HEADER_LEN, MAGIC, EventType
@@ -47,20 +48,12 @@ from dumpfilter.codec.reader import bad_magic, truncated
 from dumpfilter.codec.scanner import KINDS, ROW_SKIP, ROW_SLOW, Scanner, UnitList, unit_events
 from dumpfilter.errors import BinlogError, CutEventError, TruncatedBinlogError
 from dumpfilter.rules.lint import Linter
-from dumpfilter.rules.lint_divergence import Breaks, may_diverge
-from dumpfilter.rules.statement_info import Kind, StatementInfo
-from dumpfilter.rules.statements import statement_tables
+from dumpfilter.rules.lint_divergence import Breaks
 
 READ_BYTES = 4 << 20  # one read buffer
 _QUERY = int(EventType.QUERY)
-_DML = (Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE)
 # ROW_SKIP (nothing to feed) -> 0, any other answer -> 1.
 _NEED = bytes(0 if code == ROW_SKIP else 1 for code in range(256))
-# A key's class for one Linter: safe, unsafe (its units are fed), or an INSERT/REPLACE whose column
-# list or count `_insert_shape` checks against the replica's columns (each statement looked at).
-_SAFE, _UNSAFE, _COLUMNS = 0, 1, 2
-# `statement_key`'s answer (kind, db, table), a cache key: it hashes and compares as that tuple.
-_Shape = _core.StatementShape
 
 
 @dataclass
@@ -98,7 +91,6 @@ class _Lint(KeyVerdicts):
         self.horizon = -1   # units up to here are fed whatever the bits (the state changed lately)
         self.refreshes = 0
         self.first_break = False  # once it has a break, fed only what may diverge (`quiet`)
-        self.quiet = False        # past its first break (`first_break`): row units and safe keys not fed
 
     def forget(self, tables: set[str] | None = None) -> None:
         super().forget(tables)
@@ -122,8 +114,8 @@ class _Lint(KeyVerdicts):
                     bits[nid] = bit
                     flipped = True
         if not flipped:
-            classes = self.classes
-            flipped = any(k.key not in classes for k in keys)
+            verdicts = self.verdicts
+            flipped = any(k.key not in verdicts for k in keys)
         if flipped:
             self.refresh(units, names, keys)
 
@@ -133,60 +125,6 @@ class _Lint(KeyVerdicts):
         if self.quiet or not linter.engine.decide_table(db, table).apply:  # (row events never diverge)
             return True
         return linter._table_state(linter._replica_table(db, table))[0]
-
-    def key_class(self, key: Key, db: str, sql: str) -> int:
-        """The class of a statement key, asked of one of its statements (`sql` under `db`) once
-        while the state holds, filed under the tables it was read from."""
-        cls = self.classes.get(key)
-        if cls is None:
-            primary = statement_tables(sql, db)
-            self.file(key, {table.lower() for _, table in (*primary.updated, *primary.read)}
-                      if primary.parse_ok and not self.linter.primary.temps else None)
-            cls = self.classes[key] = self._key_class(key, db, sql, primary)
-        return cls
-
-    def _key_class(self, key: Key, db: str, sql: str, primary: StatementInfo) -> int:
-        linter = self.linter
-        if linter.calls_functions:
-            return _UNSAFE  # a text of the key may call a stored function whose body writes other tables
-        if self.quiet:  # past the first break only divergence is counted: a DML statement changes no state
-            return _UNSAFE if may_diverge(linter, sql, db, primary) else _SAFE
-        if linter.primary.temps:
-            return _UNSAFE  # a temporary table may shadow the key's table (per session): the Linter tells
-        engine = linter.engine
-        if may_diverge(linter, sql, db, primary):
-            return _UNSAFE  # judged by its default database otherwise than its table's: a silent divergence
-        if engine.keys_statements and not engine.decide_statement_key(sql, db).apply:
-            return _SAFE   # skipped: a DML statement the replica skips changes nothing
-        replica_db = linter._replica_db(db)
-        replica = statement_tables(sql, replica_db) if replica_db != db else primary
-        for info in (primary, replica):
-            if not info.parse_ok or info.kind not in _DML or info.read or len(info.updated) != 1 or info.temporary:
-                return _UNSAFE
-        if replica.kind is not primary.kind:
-            return _UNSAFE
-        ref = linter.replica_ref(replica.updated[0])
-        if not linter._table_state(ref)[0]:
-            return _UNSAFE
-        if primary.kind in (Kind.INSERT, Kind.REPLACE):
-            replica_columns = linter.replica.model.columns(*ref)
-            if replica_columns is None:
-                # `_insert_shape` finds nothing to check without the replica's columns and count delta.
-                return _UNSAFE if linter.column_delta.get(ref) else _SAFE
-            primary_columns = linter.primary.model.columns(*primary.updated[0])
-            # Without a list the primary's column count is the values' (unknown: the Linter counts them).
-            self.columns[key] = (replica_columns, primary_columns is not None
-                                 and len(primary_columns) == len(replica_columns))
-            return _COLUMNS
-        return _SAFE
-
-    def statement_safe(self, db: str, sql: str, shape: _Shape) -> bool:
-        """Whether the keyed DML statement `sql` (default database `db`) neither breaks nor changes state."""
-        key = (db, shape)
-        cls = self.key_class(key, db, sql)
-        if cls != _COLUMNS:
-            return cls == _SAFE
-        return insert_passes(sql, *self.columns[key], head_list(sql[:sql.find(")") + 1]))
 
     def refresh(self, units: UnitList, names: Sequence[tuple[str, str]],
                 keys: Sequence[_core.StatementKey]) -> None:
@@ -199,15 +137,19 @@ class _Lint(KeyVerdicts):
             by_table = self.ids_by_table
             for nid in range(have, len(names)):
                 by_table.setdefault(names[nid][1].lower(), []).append(nid)
-        classes = self.classes
+        verdicts = self.verdicts
         bad = bytearray(len(keys))
         columns = bytearray(len(keys))
+        shapes: dict[int, tuple[tuple[str, ...], bool]] = {}  # by key id: a COLUMNS key's columns
         for key in keys:
-            cls = classes.get(key.key)
-            if cls is None:
-                cls = self.key_class(key.key, decode_text(key.db), decode_text(key.sql))
-            bad[key.id] = cls == _UNSAFE
-            columns[key.id] = cls == _COLUMNS
+            verdict = verdicts[key.key] if key.key in verdicts else \
+                self.verdict(key.key, key.key[0], decode_text(key.db), decode_text(key.sql))
+            cls = self.key_class(verdict)
+            bad[key.id] = cls == UNSAFE
+            if cls == COLUMNS:
+                assert verdict is not None and verdict.columns is not None  # (COLUMNS)
+                columns[key.id] = 1
+                shapes[key.id] = verdict.columns
         need = bytearray(units.rows_many([bytes(self.names)], [bytes(bad)])[0].translate(_NEED))
         if any(columns):
             # Keyed units with no unsafe key but a key whose INSERTs have columns to check: those whose
@@ -216,8 +158,7 @@ class _Lint(KeyVerdicts):
             check = (int.from_bytes(looked, "little") & ~int.from_bytes(need, "little")).to_bytes(len(need), "little")
             if any(check):
                 assert self.heads is not None  # (set by _lint_units)
-                failing = self.heads.failing(check, {k.id: self.columns[k.key] for k in keys
-                                                     if columns[k.id]})
+                failing = self.heads.failing(check, shapes)
                 self.bulk += sum(check) - len(failing)
                 for k in failing:
                     need[k] = 1
@@ -379,7 +320,7 @@ def _feed_kept(path: Path, kept: KeptScan, lints: Sequence[_Lint], budget: int, 
 _GTIDS = _core.F_MARIADB_GTID | _core.F_MYSQL_GTID | _core.F_TAGGED_GTID
 
 
-def _lone_dml(buf: Buffer, u: _core.UnitEntry, fmt: FormatDescription | None) -> tuple[str, str, _Shape] | None:
+def _lone_dml(buf: Buffer, u: _core.UnitEntry, fmt: FormatDescription | None) -> tuple[str, str, _core.StatementShape] | None:
     """(default database, SQL, statement key) when unit `u` is a complete GTID and one Query that
     the core keys (single-table DML), else None."""
     if fmt is None or u.events != 2 or not u.gtid_size or u.flags & _core.F_COMPLETE == 0 or u.flags & _GTIDS == 0:
@@ -447,7 +388,6 @@ def _lint_units(units: UnitList, n: int, buf: Buffer, base: int, name: str, fmt:
             # A GTID and one keyed DML Query (a MyISAM table's statement, a standalone group): it
             # changes no state, and is fed only to the Linters for which it may break, unless
             # answered from its shape's verdict.
-            wanted = [lint for lint in wanted if not lint.statement_safe(*lone)]
             fed = [lint for lint in wanted if not lint.answer_lone(k, units, buf, base, u, name, fmt, lone)]
         elif not changes:  # a statement unit by keys: answered from its keys' verdicts?
             fed = [lint for lint in wanted if not lint.answer(k, units, heads.pieces, buf, base, u, name, fmt)]

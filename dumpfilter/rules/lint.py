@@ -161,9 +161,11 @@ class Linter(ReplicaServer):
         database `db`) with the state as it is, for `act`, while the state holds (no DDL fed since).
         None where statements of one key may be read otherwise: rules that do not decide statements
         by key, a temporary table of some session (it may shadow the key's table), a text that is not a
-        single-table write, an INSERT/REPLACE whose column list or count `_insert_shape` checks, a
-        stored function either side knows (a text of the key may call it), an INSERT into a table with
-        UPDATE triggers (a text may be an upsert). The
+        single-table write, an INSERT/REPLACE into a present table whose column count only skipped
+        ALTERs tell, a stored function either side knows (a text of the key may call it), an INSERT
+        into a table with UPDATE triggers (a text may be an upsert). A kept INSERT/REPLACE into a
+        present table whose columns the replica's model holds has its `columns`: `_insert_shape`
+        holds each statement's column list or count to them. The
         statements it answers change no state, applied or not (`_skipped`, `_kept` and the models act
         on DDL only): a unit's statements after its break leave nothing."""
         if not self.engine.keys_statements or self.primary.temps or self.replica.temps or self.calls_functions:
@@ -173,9 +175,15 @@ class Linter(ReplicaServer):
         for info in (verdict.primary, verdict.replica):
             if info.kind not in _KEYED or not info.parse_ok or info.temporary or info.read or len(info.updated) != 1:
                 return None
-        if decision.apply and verdict.primary.kind in (Kind.INSERT, Kind.REPLACE) \
-                and self._shape_known(verdict.replica.updated[0]):
-            return None
+        ref = verdict.replica.updated[0]
+        if decision.apply and verdict.primary.kind in (Kind.INSERT, Kind.REPLACE) and self._shape_known(ref):
+            replica_columns = self.replica.model.columns(*ref)
+            if replica_columns is None or not self._table_state(ref)[0]:
+                return None
+            # Without a list the primary's column count is the values' (unknown: the Linter counts them).
+            primary_columns = self.primary.model.columns(*verdict.primary.updated[0])
+            verdict = dataclasses.replace(verdict, problem=None, columns=(
+                replica_columns, primary_columns is not None and len(primary_columns) == len(replica_columns)))
         if verdict.primary.kind is Kind.INSERT and any(
                 side.model.triggers and side.model.triggers_on(info.updated[0], "UPDATE")
                 for side, info in ((self.primary, verdict.primary), (self.replica, verdict.replica))):

@@ -48,7 +48,6 @@ from dumpfilter.rules.lazy_pattern import LazyPattern
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.statement_info import Kind, StatementInfo
-from dumpfilter.rules.statements import statement_tables
 
 if TYPE_CHECKING:
     from dumpfilter.errors import BinlogError
@@ -223,7 +222,6 @@ Found = tuple[str, str, tuple[TableRef, ...], tuple[TableRef, ...]]
 # The trigger events a DML statement fires on the tables it writes.
 _EVENT = {Kind.INSERT: "INSERT", Kind.REPLACE: "INSERT", Kind.LOAD_DATA: "INSERT", Kind.UPDATE: "UPDATE",
           Kind.UPDATE_MULTI: "UPDATE", Kind.DELETE: "DELETE", Kind.DELETE_MULTI: "DELETE"}
-_ANY_EVENT = ("INSERT", "UPDATE", "DELETE")
 _CALLERS = frozenset({Kind.OTHER, Kind.SET})  # statements besides DML that may call a function (SELECT, DO, SET)
 _UPSERT = LazyPattern(r"\bON\s+DUPLICATE\s+KEY\s+UPDATE\b", re.IGNORECASE)
 _LOAD_REPLACE = LazyPattern(r"\bREPLACE\s+INTO\s+TABLE\b", re.IGNORECASE)
@@ -385,35 +383,6 @@ def judge(linter: Linter, info: StatementInfo, decision: Decision, thread: int,
     if wrong:
         found.append((MISPLACED, "replicate-rewrite-db", tuple(wrong), tuple(landed)))
     return found
-
-
-def may_diverge(linter: Linter, sql: str, db: str, info: StatementInfo) -> bool:
-    """Whether a statement's write may be judged otherwise by its default database `db` than by the
-    tables it writes, or land elsewhere than their rows (`judge`): `binlogs.lint_scan` feeds it to
-    the Linter."""
-    if info.kind not in WRITES or not info.parse_ok:
-        return _calls(linter, sql, db, info)
-    engine = linter.engine
-    if engine.rules.rewrite_db and engine.settings.semantics != "effective":
-        replica_db = linter._replica_db(db)
-        replica = statement_tables(sql, replica_db) if replica_db != db else info
-        if not replica.parse_ok or len(replica.updated) != len(info.updated):
-            return True
-        if any(linter.replica_ref(lands) != linter._replica_table(*ref)
-               for ref, lands in zip(info.updated, replica.updated)):
-            return True
-    for side in (linter.primary, linter.replica):
-        model = side.model
-        # Any event's trigger: the statements of one key (an INSERT's, say) are asked by one of them,
-        # and another may fire more (INSERT ... ON DUPLICATE KEY UPDATE its UPDATE triggers).
-        if model.triggers and any(model.triggers_on(ref, event) for ref in info.updated for event in _ANY_EVENT):
-            return True  # (the replica's by the primary's names: a trigger of a rewritten database's table is asked by `feed`)
-        if (model.views and any(model.is_view(*ref) for ref in info.updated)) or called(model, sql, db):
-            return True
-    if all(tdb == db for tdb, _ in info.updated) and len(info.updated) == 1:
-        return False
-    decision = engine.decide_statement(sql, db)
-    return any(engine.decide_table(*r).apply != decision.apply for r in info.updated)
 
 
 class Breaks(list["Break"]):

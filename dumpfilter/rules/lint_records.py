@@ -58,7 +58,9 @@ class Verdict:
     the replica's applier uses and the statement's tables on each side, and, for a statement the
     replica applies, the error it stops with (errno, message, cause; None: it runs). `notes`:
     whether the divergence check may count it (`Divergence.note`; False only where known not to:
-    `Linter.key_verdict`)."""
+    `Linter.key_verdict`). `columns`: a kept INSERT/REPLACE key whose statements `_insert_shape`
+    holds one by one to the replica's columns (those columns, whether a list-less INSERT's count
+    matches: `binlogs.lint_keyed.insert_passes`); its `problem` is then each statement's own."""
 
     decision: Decision
     replica_db: str
@@ -66,9 +68,10 @@ class Verdict:
     replica: StatementInfo
     problem: tuple[int, str, Cause | None] | None
     notes: bool = True
+    columns: tuple[tuple[str, ...], bool] | None = None
 
     @property
     def quiet(self) -> bool:
         """Neither a break nor a divergence: what the Linter does with it leaves nothing (for the
         statements `Linter.key_verdict` answers, which change no state)."""
-        return self.problem is None and not self.notes
+        return self.problem is None and not self.notes and self.columns is None
