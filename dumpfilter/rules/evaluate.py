@@ -318,9 +318,8 @@ class RuleEngine(EffectiveSemantics, Decider):
 
     def _read(self, sql: str, current_db: str | None,
               parses: Parses | None) -> tuple[str, bool, StatementInfo, StatementInfo]:
-        """What a statement decision reads of `sql` under `current_db`: the session's database,
-        rewritten (not under WL#2516, whose patterns match the master's names), whether it was,
-        the parse under it, and that parse with the names the applier opens (lctn)."""
+        """The session's database rewritten (not under WL#2516: its patterns match the master's
+        names), whether it was, the parse of `sql` under it, and that parse as the applier opens it."""
         session_db = self.names.incoming(current_db) if current_db else ""
         effective = self.settings.semantics == "effective"
         rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
@@ -329,14 +328,11 @@ class RuleEngine(EffectiveSemantics, Decider):
 
     def key_reads(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Hashable | None:
         """What the decision of a keyed statement (`sql`, one of its key's) reads, so that a keep
-        table decides once for every key that reads the same (`KeepTable._decide_key`): with rules
-        on databases alone (`databases_only`), its default database (db_ok, rpl_filter.cc reads no
-        table); with table rules, under the standard semantics, its default database (binlog-db,
-        rewrite, db_ok), its kind and the answer of each table it updates (`table_step`, cached
-        per name): tables_ok reads nothing else of it but the tables' names, which only the
-        reason lists. None where a key is decided alone: WL#2516's effective semantics, a
-        statement that does not parse, updates no table or whose decision reads the schema model
-        or the trigger knowledge (`_READS_STATE`)."""
+        table decides once for keys that read the same (`KeepTable._decide_key`): under database
+        rules alone its default database (db_ok reads no table); with table rules (standard
+        semantics) that, its kind and its tables' answers (tables_ok reads their names only for
+        the reason). None where it is decided alone: WL#2516, a statement that does not parse,
+        updates no table or reads the schema model or trigger knowledge (`_READS_STATE`)."""
         if self.databases_only:
             return (current_db,)
         if self.settings.semantics == "effective":
