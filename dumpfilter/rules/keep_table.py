@@ -132,7 +132,7 @@ class KeyShapes(dict[bytes, int]):
     def __init__(self) -> None:
         super().__init__()
         self.parses: Parses = {}
-        self.texts: dict[int, tuple[str, str | None]] = {}  # a shape's first statement and default database, decoded once
+        self.texts: dict[int, tuple[str, str | None]] = {}  # a shape's first statement and its database, decoded
         self._numbered: dict[int, tuple[Sequence[_core.StatementKey], Numbered]] = {}  # by id(keys)
         self.names: dict[tuple[str, str], int] = {}  # table names numbered alike (`name_ids`)
         self._last_names: tuple[Sequence[tuple[str, str]], int, bytes] = ((), 0, b"")
@@ -192,7 +192,7 @@ class KeepTable:
         self.gate = gate if gate is not None and gate.bounds else None
         self._account = rules.account
         self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db, parses), True))
-        self._reads = lambda sql, db: rules.key_reads(sql, db, parses)
+        self._reads: Callable[[str, str | None], Hashable | None] = lambda sql, db: rules.key_reads(sql, db, parses)
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._by_name = bytearray()  # by the shapes' name id: each table's keep byte, asked once (`tables`)
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
