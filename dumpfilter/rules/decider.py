@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.statement_info import Parses
@@ -58,12 +58,10 @@ class Decider(ABC):
     # every statement it answers accounted (`account`).
     keys_statements: bool = False
 
-    @property
-    def databases_only(self) -> bool:
-        """Whether statements are decided by databases alone (no table rule, the standard semantics,
-        no derived tables: `RuleEngine.databases_only`), so that a keyed statement's decision is its
-        default database's whatever its table (`rules.keep_table` decides each database once)."""
-        return False
+    def key_reads(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Hashable | None:
+        """What the decision of a keyed statement reads (`RuleEngine.key_reads`): keys that read
+        the same have one decision (`rules.keep_table` decides the first). None: decided alone."""
+        return None
 
     def decide_statement_key(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Decision:
         """The decision of the key of `sql` (one of its statements), without the accounting

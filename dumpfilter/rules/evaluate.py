@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from dumpfilter.errors import RuleError
@@ -285,13 +285,9 @@ class RuleEngine(EffectiveSemantics, Decider):
             if self._counting:
                 self._account_statement(sql, current_db, parsed, info, decision)
             return decision
-        session_db = self.names.incoming(current_db) if current_db else ""
         notes: list[str] = []
         effective = self.settings.semantics == "effective"
-        # WL#2516 patterns are matched against the master's names: no rewrite before the decision.
-        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
-        parsed = parse_statement(sql, rewritten, parses)
-        info = lower_tables(parsed) if self.names.lower_incoming else parsed
+        rewritten, was_rewritten, parsed, info = self._read(sql, current_db, parses)
         if info.kind is Kind.UPDATE_MULTI:
             # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
             # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
@@ -299,7 +295,7 @@ class RuleEngine(EffectiveSemantics, Decider):
             # effective objects are the SET tables alone.
             info = self._multi_update(info, notes, triggers=not effective and self.settings.flavor == "mariadb")
         if effective:
-            decision = self._effective_statement(info, session_db)
+            decision = self._effective_statement(info, rewritten)  # (the session's database: `_read` rewrites none)
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
             counted = (filter_name("rewrite_db"),) if was_rewritten else ()
@@ -319,6 +315,33 @@ class RuleEngine(EffectiveSemantics, Decider):
         if self._counting:
             self._account_statement(sql, current_db, model_parse, info, decision)
         return decision
+
+    def _read(self, sql: str, current_db: str | None,
+              parses: Parses | None) -> tuple[str, bool, StatementInfo, StatementInfo]:
+        """The session's database rewritten (not under WL#2516: its patterns match the master's
+        names), whether it was, the parse of `sql` under it, and that parse as the applier opens it."""
+        session_db = self.names.incoming(current_db) if current_db else ""
+        effective = self.settings.semantics == "effective"
+        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
+        parsed = parse_statement(sql, rewritten, parses)
+        return rewritten, was_rewritten, parsed, lower_tables(parsed) if self.names.lower_incoming else parsed
+
+    def key_reads(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Hashable | None:
+        """What the decision of a keyed statement (`sql`, one of its key's) reads, so that a keep
+        table decides once for keys that read the same (`KeepTable._decide_key`): under database
+        rules alone its default database (db_ok reads no table); with table rules (standard
+        semantics) that, its kind and its tables' answers (tables_ok reads their names only for
+        the reason). None where it is decided alone: WL#2516, a statement that does not parse,
+        updates no table or reads the schema model or trigger knowledge (`_READS_STATE`)."""
+        if self.databases_only:
+            return (current_db,)
+        if self.settings.semantics == "effective":
+            return None
+        info = self._read(sql, current_db, parses)[3]
+        if (not info.parse_ok or not info.updated or info.kind in _READS_STATE or info.kind in DATABASE_KINDS
+                or info.exempt_from_table_rules):
+            return None
+        return current_db, info.kind, tuple([self.table_step(db, table) for db, table in info.updated])
 
     def _account_statement(self, sql: str, current_db: str | None, model_parse: StatementInfo | None,
                            info: StatementInfo, decision: Decision) -> None:

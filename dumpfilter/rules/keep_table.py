@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import NamedTuple, cast
 
 from dumpfilter import _core
@@ -127,10 +127,12 @@ class KeyShapes(dict[bytes, int]):
     lock (an id is the count of shapes before it)."""
 
     KEPT = 16  # the key lists whose ids are kept: streams at different segments each find theirs
+    TEXTS_KEPT = 4096  # decoded first statements kept (`texts`), at most: a memo, emptied when past it
 
     def __init__(self) -> None:
         super().__init__()
         self.parses: Parses = {}
+        self.texts: dict[int, tuple[str, str | None]] = {}  # a shape's first statement and its database, decoded
         self._numbered: dict[int, tuple[Sequence[_core.StatementKey], Numbered]] = {}  # by id(keys)
         self.names: dict[tuple[str, str], int] = {}  # table names numbered alike (`name_ids`)
         self._last_names: tuple[Sequence[tuple[str, str]], int, bytes] = ((), 0, b"")
@@ -178,7 +180,7 @@ class KeepTable:
     `shapes`: the key numbering it shares with the tables that answer the same buffers (its own if none)."""
 
     __slots__ = ("decider", "_account", "_decide", "gate", "keys_enabled", "_hit_classes", "_by_name", "shapes",
-                 "_codes", "_answers", "_hits", "_by_db", "keys_decided", "statements", "units")
+                 "_codes", "_answers", "_hits", "_reads", "_by_reads", "keys_decided", "statements", "units")
 
     def __init__(self, decider: Decider, *, decide_key: DecideKey | None = None,
                  keys_enabled: bool | None = None, shapes: KeyShapes | None = None) -> None:
@@ -190,6 +192,7 @@ class KeepTable:
         self.gate = gate if gate is not None and gate.bounds else None
         self._account = rules.account
         self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db, parses), True))
+        self._reads: Callable[[str, str | None], Hashable | None] = lambda sql, db: rules.key_reads(sql, db, parses)
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._by_name = bytearray()  # by the shapes' name id: each table's keep byte, asked once (`tables`)
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
@@ -197,9 +200,9 @@ class KeepTable:
         self._answers: list[KeyAnswer | None] = []
         self._hits = bytearray()
         self._hit_classes: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], int] = {}  # KeyAnswer.hits
-        # Rules that decide statements by databases alone decide a key by its default database:
-        # each database's first key decided, the rest answered alike (`_decide_key`).
-        self._by_db: dict[bytes, tuple[Decision, bool]] | None = {} if rules.databases_only else None
+        # A key's decision by what it reads (`Decider.key_reads`): the first key met that reads
+        # it decided, the rest answered alike (`_decide_key`).
+        self._by_reads: dict[Hashable, tuple[Decision, bool]] = {}
         self.keys_decided = 0   # keys decided (each once)
         self.statements = 0     # statements answered by key (`account`)
         self.units = 0          # statement units written from keys (`account`)
@@ -227,18 +230,24 @@ class KeepTable:
 
     # -- statement keys -----------------------------------------------------------------------
     def _decide_key(self, shape: int, key: _core.StatementKey) -> None:
-        """Shape `shape`'s answer, decided from `key`, its first statement met. Under rules that
-        decide statements by databases alone (`Decider.databases_only`: rpl_filter.cc's db_ok on
-        the default database, never a table), every key of a default database has the decision of
-        the first one met (its `tables` are that key's: a key's answer counts, it lists nothing);
-        a restricting gate still reads each key's table."""
-        sql, db = decode_text(key.sql), decode_text(key.db) or None
-        by_db = self._by_db
-        known = None if by_db is None else by_db.get(key.db)
+        """Shape `shape`'s answer, decided from `key`, its first statement met. A key that reads
+        what one decided before reads (`Decider.key_reads`: under rules on databases alone its
+        default database, rpl_filter.cc's db_ok, never a table; with table rules that and its
+        table's answer) has that one's decision (its `reason` and `tables` are that key's: a
+        key's answer counts, it lists nothing); a restricting gate still reads each key's table."""
+        texts = self.shapes.texts
+        text = texts.get(shape)
+        if text is None:  # (decoded once for every table that shares the shapes)
+            if len(texts) >= KeyShapes.TEXTS_KEPT:
+                texts.clear()
+            text = texts[shape] = (decode_text(key.sql), decode_text(key.db) or None)
+        sql, db = text
+        reads = self._reads(sql, db)
+        known = None if reads is None else self._by_reads.get(reads)
         if known is None:
             known = self._decide(sql, db)
-            if by_db is not None:
-                by_db[key.db] = known
+            if reads is not None:
+                self._by_reads[reads] = known
         decision, pure = known
         code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
         if not pure:  # its units decided in Python, at their position

@@ -201,3 +201,37 @@ def test_rules_on_databases_alone_decide_a_key_once_per_default_database():
             assert (got.decision.apply, got.counted, got.decision.assumption) == \
                 (alone.apply, alone.counted, alone.assumption), (options, key)
             assert rows.keep[k] == (KEEP_KEEP if alone.apply else KEEP_DROP)
+
+
+def test_rules_with_table_rules_decide_once_per_default_database_kind_and_table_answer():
+    """With table rules rpl_filter.cc reads of a keyed statement its default database (db_ok,
+    rewrite) and the answer of the table it updates (tables_ok): a keep table asks the rules once
+    for keys that read the same (a pass's table-rule groups decided each of 288 key shapes alone,
+    issue #80 goal 4), and every key's answer counts as the engine's for that statement alone."""
+    tables = ("x1", "x2", "y1", "y2", "z")
+    # Asked per default database once for the tables no rule names, once per table a rule names:
+    # db1 (x1, x2, the rest), db2, none; db1 (x1, the rest), db2, none; db1 (y1, the rest), db2
+    # rewritten to db1 (y1, the rest), none.
+    for options, decisions in ((["--replicate-wild-do-table=db1.x%"], 5),
+                               (["--replicate-do-table=db1.x1", "--replicate-do-db=db1"], 4),
+                               (["--replicate-rewrite-db=db2->db1", "--replicate-ignore-table=db1.y1"], 5)):
+        rules = engine(*options)
+        asked: list[tuple[str, str | None]] = []
+
+        def decide(sql: str, db: str | None, rules: RuleEngine = rules,
+                   asked: list[tuple[str, str | None]] = asked) -> tuple[Decision, bool]:
+            asked.append((sql, db))
+            return rules.decide_statement_key(sql, db), True
+
+        keeps = KeepTable(rules, decide_key=decide)
+        keys = [Key(k, bytes([_core.KIND_UPDATE]) + f"|{db}|{table}".encode(), db.encode(),
+                    f"UPDATE {table} SET a=1".encode())
+                for k, (db, table) in enumerate((db, table) for db in ("db1", "db2", "") for table in tables)]
+        rows = keeps.rows(keys)  # type: ignore[arg-type]
+        assert len(asked) == decisions, options
+        for k, key in enumerate(keys):
+            alone = engine(*options).decide_statement_key(key.sql.decode(), key.db.decode() or None)
+            got = rows.answer(k)
+            assert (got.decision.apply, got.counted, got.decision.assumption) == \
+                (alone.apply, alone.counted, alone.assumption), (options, key)
+            assert rows.keep[k] == (KEEP_KEEP if alone.apply else KEEP_DROP)
