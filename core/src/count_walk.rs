@@ -12,7 +12,7 @@ use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
 use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
 use crate::sent::{prefetch, Sent};
-use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
+use crate::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::tally::pieces_of;
 use crate::unit_list::{ListedUnit, UnitList};
@@ -266,18 +266,13 @@ fn count_job(
     let whole = sums.sound && inside;
     let stmts = st.zip(job.stmt_keep);
     let opt = SendOptions {
-        batch_bytes: 0,
         limit: u64::MAX,
         skip: job.skip,
         partial_ok: job.partial_ok,
-        runs: false,
-        stretches: false,
-        pending: None,
-        server_id: 0,
         heartbeat_crc: job.crc,
         stmts,
         count_only: true,
-        relay: false,
+        ..SendOptions::default()
     };
     // A statement unit's framing is its keys' to say: without them, the walk's own answer.
     let framed_all = stmts.is_some() || job.skip == SKIP_EMPTY;
@@ -332,11 +327,6 @@ fn count_job(
                     s.sent_events += events;
                     s.kept += (j - i) as u64;
                 }
-                SKIP if whole && job.skip == SKIP_HEARTBEAT => {
-                    given = None; // (replaced)
-                    owed = Some(j - 1);
-                    s.skipped += (j - i) as u64;
-                }
                 SKIP if formed.is_some() => {
                     let (bytes, events, placeholders) = forms.map_or((0, 0, 0), |f| f.run(i, j));
                     flush(&mut s, &mut given, &mut owed);
@@ -347,13 +337,16 @@ fn count_job(
                     s.skipped += (j - i) as u64;
                 }
                 _ => {
-                    // Unit i by the send walk itself, alone, with the Heartbeat still owed.
+                    // Units i..j by the send walk itself, with the Heartbeat still owed: a run
+                    // of one answer (a Heartbeat stretch, units kept in part), or unit i alone
+                    // where a form the walk makes stands between two runs of made forms.
+                    let j = if answer == SKIP && forms.is_some() { i + 1 } else { j };
                     let len = given.or(owed.map(heartbeat_len));
                     let one = SendOptions {
                         pending: len.map(|len| &OWED[..len.min(OWED.len())]),
                         ..opt
                     };
-                    let t = send::walk(plan, bufs, &job.row[..i + 1], job.keep, i, &one);
+                    let t = send::walk(plan, bufs, &job.row[..j], job.keep, i, &one);
                     if t.next == i {
                         break 'buckets;
                     }

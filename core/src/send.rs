@@ -110,7 +110,8 @@ pub fn walk(
     from: usize,
     opt: &SendOptions,
 ) -> Sent {
-    let keys = opt.stmts.map_or(0, |(_, k)| k.len());
+    // (statements are counted by key only where the walk sends: `count`)
+    let keys = opt.stmts.filter(|_| !opt.count_only).map_or(0, |(_, k)| k.len());
     let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
     let mut owed = match opt.pending {
@@ -404,18 +405,13 @@ pub fn relayed(
     crc: bool,
 ) -> Vec<Sent> {
     let opt = |skip| SendOptions {
-        batch_bytes: 0,
         limit: u64::MAX,
         skip,
         partial_ok: true,
-        runs: false,
-        stretches: false,
-        pending: None,
-        server_id: 0,
         heartbeat_crc: crc,
         stmts: st.zip(stmt_keep),
-        count_only: false,
         relay: true,
+        ..SendOptions::default()
     };
     let mut end = row.len().min(plan.units.len());
     let mut out: Vec<Sent> = Vec::with_capacity(skips.len());
