@@ -14,7 +14,6 @@ use crate::send::{self, run_end, SendOptions};
 use crate::sent::{prefetch, Sent};
 use crate::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
 use crate::stmt_units::{StmtUnits, ALWAYS};
-use crate::tally::pieces_of;
 use crate::unit_list::{ListedUnit, UnitList};
 
 /// Every unit's form if skipped whole under one skip policy, as sums from the list's start
@@ -184,7 +183,7 @@ fn form(
     (skip, crc): (u8, bool),
     scratch: &mut Vec<(usize, usize)>,
 ) -> Option<(u64, u64, u64)> {
-    let framing = match st.and_then(|st| pieces_of(st, k)) {
+    let framing = match st.and_then(|st| st.of(k)) {
         Some(pieces) if skip == SKIP_PLACEHOLDER && !u.tabled => {
             scratch.clear();
             let always = pieces.iter().filter(|p| p.key == ALWAYS);
