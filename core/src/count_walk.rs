@@ -1,10 +1,11 @@
-//! The send walk's count mode (`experiment`, shadow candidates, `UnitList.count`): what
+//! The send walk's count mode (`experiment`, shadow candidates, `UnitList.count_many`): what
 //! `send::walk` would send each of many streams of a segment, counted, never assembled, in one
 //! call, time bucket by time bucket. A run of units kept whole, or skipped whole, costs its two
 //! ends: the list's sums (`UnitList::sums`) and, under the placeholder and empty-transaction
 //! policies, the sums of each unit's form (`Forms`, made once per segment and policy for every
-//! stream, not once per stream: 64 candidates each walked every skipped unit's form). A unit
-//! kept in part, or one no form is made for, goes through `send::walk` alone.
+//! stream, not once per stream: 64 candidates each walked every skipped unit's form). A
+//! Heartbeat stretch, units kept in part and a unit no form is made for go through the send
+//! walk's count mode (`send::walk`, `count_only`).
 
 use std::sync::{Arc, Mutex};
 
@@ -339,7 +340,8 @@ fn count_job(
                     // Units i..j by the send walk itself, with the Heartbeat still owed: a run
                     // of one answer (a Heartbeat stretch, units kept in part), or unit i alone
                     // where a form the walk makes stands between two runs of made forms.
-                    let j = if answer == SKIP && forms.is_some() { i + 1 } else { j };
+                    let alone = answer == SKIP && forms.is_some();
+                    let j = if alone { i + 1 } else { j };
                     let len = given.or(owed.map(heartbeat_len));
                     let one = SendOptions {
                         pending: len.map(|len| &OWED[..len.min(OWED.len())]),

@@ -111,7 +111,8 @@ pub fn walk(
     opt: &SendOptions,
 ) -> Sent {
     // (statements are counted by key only where the walk sends: `count`)
-    let keys = opt.stmts.filter(|_| !opt.count_only).map_or(0, |(_, k)| k.len());
+    let tallied = opt.stmts.filter(|_| !opt.count_only);
+    let keys = tallied.map_or(0, |(_, k)| k.len());
     let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
     let mut owed = match opt.pending {
@@ -514,10 +515,7 @@ fn cut(
     // made anew (trx_length::with_length), as `filter` writes it.
     let mut made = Vec::with_capacity(joined.len() + 8);
     crate::trx_length::with_length(&joined, opt.heartbeat_crc, &mut made)?;
-    Some(match opt.count_only {
-        true => (Cut::Size(made.len() as u64), events),
-        false => (Cut::Bytes(made), events),
-    })
+    Some((Cut::Bytes(made), events))
 }
 
 /// The end of the run of equal answers that starts at `i` (the first index after it whose answer

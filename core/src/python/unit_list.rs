@@ -47,7 +47,7 @@ pub(super) struct PyUnitList {
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
     unit_statements_ahead: usize,
-    /// The skipped units' forms `count` and `count_many` made, per skip policy.
+    /// The skipped units' forms `count_many` made, per skip policy.
     pub(super) forms: FormsCache,
 }
 
