@@ -3,9 +3,9 @@
 //! call, time bucket by time bucket. A run of units kept whole, or skipped whole, costs its two
 //! ends: the list's sums (`UnitList::sums`) and, under the placeholder and empty-transaction
 //! policies, the sums of each unit's form (`Forms`, made once per segment and policy for every
-//! stream, not once per stream: 64 candidates each walked every skipped unit's form). A
-//! Heartbeat stretch, units kept in part and a unit no form is made for go through the send
-//! walk's count mode (`send::walk`, `count_only`).
+//! stream, not once per stream: 64 candidates each walked every skipped unit's form). Units
+//! kept in part and a unit no form is made for go through the send walk's count mode
+//! (`send::walk`, `count_only`).
 
 use std::sync::{Arc, Mutex};
 
@@ -13,7 +13,7 @@ use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
 use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
 use crate::sent::{prefetch, Sent};
-use crate::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
+use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
 use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::unit_list::{ListedUnit, UnitList};
 
@@ -327,6 +327,11 @@ fn count_job(
                     s.sent_events += events;
                     s.kept += (j - i) as u64;
                 }
+                SKIP if whole && job.skip == SKIP_HEARTBEAT => {
+                    given = None; // (replaced)
+                    owed = Some(j - 1);
+                    s.skipped += (j - i) as u64;
+                }
                 SKIP if formed.is_some() => {
                     let (bytes, events, placeholders) = forms.map_or((0, 0, 0), |f| f.run(i, j));
                     flush(&mut s, &mut given, &mut owed);
@@ -338,8 +343,9 @@ fn count_job(
                 }
                 _ => {
                     // Units i..j by the send walk itself, with the Heartbeat still owed: a run
-                    // of one answer (a Heartbeat stretch, units kept in part), or unit i alone
-                    // where a form the walk makes stands between two runs of made forms.
+                    // of units kept in part, or unit i alone where a form the walk makes stands
+                    // between two runs of made forms. (A Heartbeat stretch is counted above: a
+                    // send walk's call per stretch cost a heartbeat job 8x its time.)
                     let alone = answer == SKIP && forms.is_some();
                     let j = if alone { i + 1 } else { j };
                     let len = given.or(owed.map(heartbeat_len));

@@ -1,6 +1,5 @@
 use super::*;
 use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
-use crate::skip_forms::SKIP_HEARTBEAT;
 use crate::tally::tests::unit;
 
 fn counts(s: &Sent) -> [u64; 16] {
