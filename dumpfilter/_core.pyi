@@ -681,7 +681,7 @@ class ScanFault:
 @typing.final
 class ScanResult:
     r"""
-    `UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
+    `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
     """
     @property
     def new_names(self) -> builtins.list[TableName]: ...
@@ -804,7 +804,7 @@ class ScriptStatement:
 @typing.final
 class SendConfig:
     r"""
-    A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
+    A stream's walk configuration for `UnitList.send` and `UnitList.count_many`, one typed value (see
     send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
     sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
     the bytes already in the batch, the size at which it is full, whether placeholders in a
@@ -1307,19 +1307,15 @@ class UnitList:
         The OR of every unit's flags.
         """
     def __new__(cls) -> UnitList: ...
-    def scan(self, scanner: Scanner, buf: typing_extensions.Buffer, off: builtins.int, base: builtins.int, file: builtins.str, limit: builtins.int = ..., at_eof: builtins.bool = ...) -> ScanResult:
-        r"""
-        Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
-        list, as one part read from the binlog file `file` at file offset `base` of buf[0], without
-        handing the records to Python: what `Scanner.units` says of them, and how many were added;
-        the records are read back with `unit(k)`.
-        """
     def scan_start(self, scanner: Scanner, buf: typing_extensions.Buffer, off: builtins.int, base: builtins.int, file: builtins.str, limit: builtins.int = ..., at_eof: builtins.bool = ..., statements: builtins.bool = ..., unit_statements: builtins.bool = ..., annotations: builtins.bool = ...) -> None:
         r"""
-        `scan`, started on a thread of its own: the call returns at once, the GIL free, while
-        the scan runs (the master scans the next segment while its stream sends this one).
-        The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
-        which waits for the scan and returns what `scan` returns. One scan at a time per UnitList.
+        Groups buf[off..] with `scanner` (see scan::Scanner::units) into units appended to the
+        list, as one part read from the binlog file `file` at file offset `base` of buf[0],
+        without handing the records to Python (read back with `unit(k)`), on a thread of its own:
+        the call returns at once, the GIL free, while the scan runs (the master scans the next
+        segment while its stream sends this one). The scanner's state goes with the thread: the
+        scanner refuses calls until `scan_finish`, which waits for the scan and returns what
+        `Scanner.units` says of the units, and how many were added. One scan at a time per UnitList.
         A buffer of at most INLINE_SCAN bytes from `off` is scanned at once instead, without the
         GIL (counted in `scans_inline`). `statements`: when this is the list's first part, the
         thread then builds its statement units too (see `statement_units`), which a segment read
@@ -1329,7 +1325,7 @@ class UnitList:
         """
     def scan_finish(self) -> ScanResult:
         r"""
-        Waits for the scan `scan_start` began and adds its units: returns what `scan` returns.
+        Waits for the scan `scan_start` began and adds its units (see there).
         """
     def __len__(self) -> builtins.int: ...
     def unit(self, k: builtins.int) -> UnitEntry:

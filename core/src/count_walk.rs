@@ -1,10 +1,11 @@
-//! The send walk's count mode (`experiment`, shadow candidates, `UnitList.count`): what
+//! The send walk's count mode (`experiment`, shadow candidates, `UnitList.count_many`): what
 //! `send::walk` would send each of many streams of a segment, counted, never assembled, in one
 //! call, time bucket by time bucket. A run of units kept whole, or skipped whole, costs its two
 //! ends: the list's sums (`UnitList::sums`) and, under the placeholder and empty-transaction
 //! policies, the sums of each unit's form (`Forms`, made once per segment and policy for every
-//! stream, not once per stream: 64 candidates each walked every skipped unit's form). A unit
-//! kept in part, or one no form is made for, goes through `send::walk` alone.
+//! stream, not once per stream: 64 candidates each walked every skipped unit's form). Units
+//! kept in part and a unit no form is made for go through the send walk's count mode
+//! (`send::walk`, `count_only`).
 
 use std::sync::{Arc, Mutex};
 
@@ -14,7 +15,6 @@ use crate::send::{self, run_end, SendOptions};
 use crate::sent::{prefetch, Sent};
 use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
 use crate::stmt_units::{StmtUnits, ALWAYS};
-use crate::tally::pieces_of;
 use crate::unit_list::{ListedUnit, UnitList};
 
 /// Every unit's form if skipped whole under one skip policy, as sums from the list's start
@@ -184,7 +184,7 @@ fn form(
     (skip, crc): (u8, bool),
     scratch: &mut Vec<(usize, usize)>,
 ) -> Option<(u64, u64, u64)> {
-    let framing = match st.and_then(|st| pieces_of(st, k)) {
+    let framing = match st.and_then(|st| st.of(k)) {
         Some(pieces) if skip == SKIP_PLACEHOLDER && !u.tabled => {
             scratch.clear();
             let always = pieces.iter().filter(|p| p.key == ALWAYS);
@@ -266,18 +266,13 @@ fn count_job(
     let whole = sums.sound && inside;
     let stmts = st.zip(job.stmt_keep);
     let opt = SendOptions {
-        batch_bytes: 0,
         limit: u64::MAX,
         skip: job.skip,
         partial_ok: job.partial_ok,
-        runs: false,
-        stretches: false,
-        pending: None,
-        server_id: 0,
         heartbeat_crc: job.crc,
         stmts,
         count_only: true,
-        relay: false,
+        ..SendOptions::default()
     };
     // A statement unit's framing is its keys' to say: without them, the walk's own answer.
     let framed_all = stmts.is_some() || job.skip == SKIP_EMPTY;
@@ -347,13 +342,18 @@ fn count_job(
                     s.skipped += (j - i) as u64;
                 }
                 _ => {
-                    // Unit i by the send walk itself, alone, with the Heartbeat still owed.
+                    // Units i..j by the send walk itself, with the Heartbeat still owed: a run
+                    // of units kept in part, or unit i alone where a form the walk makes stands
+                    // between two runs of made forms. (A Heartbeat stretch is counted above: a
+                    // send walk's call per stretch cost a heartbeat job 8x its time.)
+                    let alone = answer == SKIP && forms.is_some();
+                    let j = if alone { i + 1 } else { j };
                     let len = given.or(owed.map(heartbeat_len));
                     let one = SendOptions {
                         pending: len.map(|len| &OWED[..len.min(OWED.len())]),
                         ..opt
                     };
-                    let t = send::walk(plan, bufs, &job.row[..i + 1], job.keep, i, &one);
+                    let t = send::walk(plan, bufs, &job.row[..j], job.keep, i, &one);
                     if t.next == i {
                         break 'buckets;
                     }

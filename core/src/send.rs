@@ -110,7 +110,9 @@ pub fn walk(
     from: usize,
     opt: &SendOptions,
 ) -> Sent {
-    let keys = opt.stmts.map_or(0, |(_, k)| k.len());
+    // (statements are counted by key only where the walk sends: `count`)
+    let tallied = opt.stmts.filter(|_| !opt.count_only);
+    let keys = tallied.map_or(0, |(_, k)| k.len());
     let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
     let mut owed = match opt.pending {
@@ -404,18 +406,13 @@ pub fn relayed(
     crc: bool,
 ) -> Vec<Sent> {
     let opt = |skip| SendOptions {
-        batch_bytes: 0,
         limit: u64::MAX,
         skip,
         partial_ok: true,
-        runs: false,
-        stretches: false,
-        pending: None,
-        server_id: 0,
         heartbeat_crc: crc,
         stmts: st.zip(stmt_keep),
-        count_only: false,
         relay: true,
+        ..SendOptions::default()
     };
     let mut end = row.len().min(plan.units.len());
     let mut out: Vec<Sent> = Vec::with_capacity(skips.len());
@@ -518,10 +515,7 @@ fn cut(
     // made anew (trx_length::with_length), as `filter` writes it.
     let mut made = Vec::with_capacity(joined.len() + 8);
     crate::trx_length::with_length(&joined, opt.heartbeat_crc, &mut made)?;
-    Some(match opt.count_only {
-        true => (Cut::Size(made.len() as u64), events),
-        false => (Cut::Bytes(made), events),
-    })
+    Some((Cut::Bytes(made), events))
 }
 
 /// The end of the run of equal answers that starts at `i` (the first index after it whose answer

@@ -8,7 +8,7 @@ use crate::hops::events;
 use crate::le::{u32_at, u64_at};
 use crate::scan::{CONTROL, F_FAST};
 use crate::sent::prefetch;
-use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
+use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::types::{is_rows, HEADER_LEN, TABLE_MAP};
 use crate::unit_list::UnitList;
 
@@ -184,7 +184,7 @@ pub fn statement_tables(
             out.other += u.end().saturating_sub(u.start()) as u64;
             continue;
         }
-        let Some(pieces) = pieces_of(st, k) else {
+        let Some(pieces) = st.of(k) else {
             out.left.push(k as u32);
             continue;
         };
@@ -228,15 +228,6 @@ pub fn statement_tables(
         }
     }
     out
-}
-
-/// Unit k's pieces, where it is a statement unit decided by keys.
-pub(crate) fn pieces_of(st: &StmtUnits, k: usize) -> Option<&[Piece]> {
-    let &(lo, hi) = st.bounds.get(k)?;
-    if lo == u32::MAX {
-        return None;
-    }
-    st.pieces.get(lo as usize..hi as usize)
 }
 
 #[cfg(test)]

@@ -227,8 +227,10 @@ class Scanner:
     def scan_into(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
                   at_eof: bool = False) -> UnitListScan:
         """`units`, with the units appended to `unit_list` (a `UnitList`, as part `file` at file offset
-        `base` of buf[0]) instead of handed to Python: read them back with unit_list.unit(k)."""
-        return self._list_scan(unit_list.scan(self._core, buf, off, base, file, limit, at_eof))
+        `base` of buf[0]) instead of handed to Python: read them back with unit_list.unit(k). The
+        scan of `scan_start`, waited for at once."""
+        unit_list.scan_start(self._core, buf, off, base, file, limit, at_eof)
+        return self._list_scan(unit_list.scan_finish())
 
     def scan_start(self, unit_list: _core.UnitList, buf: Buffer, off: int, base: int, file: str, limit: int = 1 << 62,
                    at_eof: bool = False, statements: bool = False, unit_statements: bool = False,

@@ -1,6 +1,6 @@
 """`UnitList.scan_start` / `UnitList.scan_finish`: a UnitList's scan on a thread of the core's (the master's
-read ahead), or at once for a small buffer (a live binlog's tail). The units are those of
-`UnitList.scan` (tests/core/test_scanner_differential.py compares both with the reference); here,
+read ahead), or at once for a small buffer (a live binlog's tail); `Scanner.scan_into` is the same scan
+waited for at once (tests/core/test_scanner_differential.py compares it with the reference); here,
 the rules of use: one scan under way per UnitList, the scanner busy until it is finished, and a UnitList
 dropped with its scan under way."""
 

@@ -66,7 +66,7 @@ records! {
         run_placeholders: u64,
     }
 
-    /// `UnitList.scan` and `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
+    /// `UnitList.scan_finish`: what `Scanner.units` says, the units kept in the UnitList.
     ScanResult = "ScanResult" {
         new_names: Py<PyList> as Vec<TableName>,
         stop: usize,

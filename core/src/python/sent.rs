@@ -70,7 +70,7 @@ struct Dst(*mut u8, usize);
 unsafe impl Send for Dst {}
 
 records! {
-    /// A stream's walk configuration for `UnitList.send` and `UnitList.count`, one typed value (see
+    /// A stream's walk configuration for `UnitList.send` and `UnitList.count_many`, one typed value (see
     /// send::SendOptions): what a skipped unit becomes (SKIP_*), whether units kept in part may be
     /// sent as kept statements, the master's server id and the Heartbeats' checksum, and for `send`
     /// the bytes already in the batch, the size at which it is full, whether placeholders in a

@@ -47,7 +47,7 @@ pub(super) struct PyUnitList {
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
     unit_statements_ahead: usize,
-    /// The skipped units' forms `count` and `count_many` made, per skip policy.
+    /// The skipped units' forms `count_many` made, per skip policy.
     pub(super) forms: FormsCache,
 }
 
@@ -79,44 +79,6 @@ impl PyUnitList {
         }
         Ok(())
     }
-
-    /// A finished scan's units into the list, as one part: what `scan` returns.
-    fn adopt(
-        &mut self,
-        py: Python<'_>,
-        scanner: &mut PyScanner,
-        mut out: scan::ScanOut,
-        held: Held,
-        file: &str,
-        base: u64,
-    ) -> PyResult<ScanResult> {
-        let mut added = out.units.len();
-        if added > 0 {
-            // Built ahead for the list's first part only (`scan_finish`): a second part leaves
-            // it to `statement_units`, which reads every part.
-            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
-            added = self
-                .list
-                .add(file.as_bytes(), base, &out.units, &out.tables);
-            if let Some(u) = out.units.get(added) {
-                let at = base + u.start as u64;
-                let message = format!(
-                    "a transaction of 4 GiB or more at {at}: past what a binlog position addresses"
-                );
-                (out.stop, out.error) = (u.start, Some(scan::ScanError::binlog(message, at)));
-            }
-            self.list.latest = self.list.latest.max(out.latest);
-            self.bufs.push(held);
-        }
-        Ok(ScanResult {
-            new_names: scanner.new_names(py)?.unbind(),
-            stop: out.stop,
-            events: out.events,
-            last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
-            error: error_field(py, out.error.as_ref())?,
-            added,
-        })
-    }
 }
 
 #[stub]
@@ -138,37 +100,13 @@ impl PyUnitList {
         }
     }
 
-    /// Groups buf[off..] with `scanner` (see scan::Scanner::units) and appends the units to the
-    /// list, as one part read from the binlog file `file` at file offset `base` of buf[0], without
-    /// handing the records to Python: what `Scanner.units` says of them, and how many were added;
-    /// the records are read back with `unit(k)`.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (scanner, buf, off, base, file, limit = usize::MAX, at_eof = false))]
-    fn scan(
-        &mut self,
-        py: Python<'_>,
-        mut scanner: PyRefMut<'_, PyScanner>,
-        buf: Bound<'_, PyAny>,
-        off: usize,
-        base: u64,
-        file: &str,
-        limit: usize,
-        at_eof: bool,
-    ) -> PyResult<ScanResult> {
-        self.idle()?;
-        scanner.here()?;
-        let held = Held::new(&buf)?;
-        let data = held.bytes(py);
-        check_off(off, data.len())?;
-        let inner = &mut scanner.inner;
-        let out = py.detach(|| inner.units(data, off, base, limit, at_eof));
-        self.adopt(py, &mut scanner, out, held, file, base)
-    }
-
-    /// `scan`, started on a thread of its own: the call returns at once, the GIL free, while
-    /// the scan runs (the master scans the next segment while its stream sends this one).
-    /// The scanner's state goes with the thread: the scanner refuses calls until `scan_finish`,
-    /// which waits for the scan and returns what `scan` returns. One scan at a time per UnitList.
+    /// Groups buf[off..] with `scanner` (see scan::Scanner::units) into units appended to the
+    /// list, as one part read from the binlog file `file` at file offset `base` of buf[0],
+    /// without handing the records to Python (read back with `unit(k)`), on a thread of its own:
+    /// the call returns at once, the GIL free, while the scan runs (the master scans the next
+    /// segment while its stream sends this one). The scanner's state goes with the thread: the
+    /// scanner refuses calls until `scan_finish`, which waits for the scan and returns what
+    /// `Scanner.units` says of the units, and how many were added. One scan at a time per UnitList.
     /// A buffer of at most INLINE_SCAN bytes from `off` is scanned at once instead, without the
     /// GIL (counted in `scans_inline`). `statements`: when this is the list's first part, the
     /// thread then builds its statement units too (see `statement_units`), which a segment read
@@ -240,7 +178,7 @@ impl PyUnitList {
         Ok(())
     }
 
-    /// Waits for the scan `scan_start` began and adds its units: returns what `scan` returns.
+    /// Waits for the scan `scan_start` began and adds its units (see there).
     fn scan_finish(&mut self, py: Python<'_>) -> PyResult<ScanResult> {
         let Some(Pending {
             run,
@@ -258,20 +196,41 @@ impl PyUnitList {
         let scanner = scanner.bind(py);
         let mut s = scanner.try_borrow_mut()?;
         s.away = false;
-        let (inner, out, ahead, stmts, needs) = done?;
+        let (inner, mut out, ahead, stmts, needs) = done?;
         s.inner = inner;
-        let first = self.bufs.is_empty();
-        let before = self.list.units.len();
-        let scanned = self.adopt(py, &mut s, out, held, &file, base)?;
+        let (first, before) = (self.bufs.is_empty(), self.list.units.len());
+        let mut added = out.units.len();
+        if added > 0 {
+            added = self
+                .list
+                .add(file.as_bytes(), base, &out.units, &out.tables);
+            if let Some(u) = out.units.get(added) {
+                let at = base + u.start as u64;
+                let message = format!(
+                    "a transaction of 4 GiB or more at {at}: past what a binlog position addresses"
+                );
+                (out.stop, out.error) = (u.start, Some(scan::ScanError::binlog(message, at)));
+            }
+            self.list.latest = self.list.latest.max(out.latest);
+            self.bufs.push(held);
+            // Built ahead for the list's first part only: a second part leaves it to
+            // `statement_units`, which reads every part.
+            let ahead = ahead.filter(|_| first && added > 0);
+            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = ahead;
+        }
         if let Some(stmts) = stmts {
             self.unit_statements_ahead += stmts.len();
             self.list.preset_statements(before, stmts);
         }
         self.gate.preset_needs(before, needs);
-        if first && scanned.added > 0 {
-            *self.ahead.get_mut().unwrap_or_else(|e| e.into_inner()) = ahead;
-        }
-        Ok(scanned)
+        Ok(ScanResult {
+            new_names: s.new_names(py)?.unbind(),
+            stop: out.stop,
+            events: out.events,
+            last_rotate: out.last_rotate.map_or(-1i64, |r| r as i64),
+            error: error_field(py, out.error.as_ref())?,
+            added,
+        })
     }
 
     /// Units whose annotations a gated stream read itself, not found read ahead by a scan
