@@ -42,10 +42,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         # decision then names its position (`at`), and the engine neither replays DDL into it nor
         # records its trigger knowledge from the order it is asked in: it folds the timeline's log.
         self.timeline = schema if isinstance(schema, SchemaTimeline) else None
-        if isinstance(schema, SchemaTimeline):  # (self.timeline)
-            self.schema = schema.start
-        else:
-            self.schema = schema if schema is not None else SchemaModel()
+        self.schema = schema.start if isinstance(schema, SchemaTimeline) else schema or SchemaModel()
         # False when the model is one stream's, shared with other engines: the stream's reader
         # replays each DDL once, after every engine has decided it (split's Router does).
         self.replay_ddl = replay_ddl and self.timeline is None
@@ -184,10 +181,7 @@ class RuleEngine(EffectiveSemantics, Decider):
     # ------------------------------------------------------------------ row events
     def table_kept(self, db: str, table: str) -> bool:
         """Fast cached path for Table_map/rows events: one dict lookup once warm."""
-        decision = self._table_decisions.get((db, table))
-        if decision is None:
-            decision = self.decide_table(db, table)
-        return decision.apply
+        return (self._table_decisions.get((db, table)) or self.decide_table(db, table)).apply
 
     def decide_table(self, db: str, table: str) -> Decision:
         """A Table_map for db.table: binlog write filter on the table's db, then rewrite, db_ok, tables_ok."""
@@ -231,12 +225,10 @@ class RuleEngine(EffectiveSemantics, Decider):
                 and plain_statement(sql)):
             known = self._plain.get(current_db)
             if known is None:
-                known = self.decide_statement(sql, current_db)
                 if len(self._plain) >= _BY_DATABASE_MAX:
                     self._plain.clear()
-                self._plain[current_db] = known
-                return known.apply
-            if self._counting:
+                known = self._plain[current_db] = self.decide_statement(sql, current_db)
+            elif self._counting:
                 self.account(known, 1)
             return known.apply
         return self.decide_statement(sql, current_db).apply
@@ -321,18 +313,17 @@ class RuleEngine(EffectiveSemantics, Decider):
         """The session's database rewritten (not under WL#2516: its patterns match the master's
         names), whether it was, the parse of `sql` under it, and that parse as the applier opens it."""
         session_db = self.names.incoming(current_db) if current_db else ""
-        effective = self.settings.semantics == "effective"
-        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
+        rewrite = session_db and self.settings.semantics != "effective"
+        rewritten, was_rewritten = self.rewrite_db(session_db) if rewrite else (session_db, False)
         parsed = parse_statement(sql, rewritten, parses)
         return rewritten, was_rewritten, parsed, lower_tables(parsed) if self.names.lower_incoming else parsed
 
     def key_reads(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Hashable | None:
-        """What the decision of a keyed statement (`sql`, one of its key's) reads, so that a keep
-        table decides once for keys that read the same (`KeepTable._decide_key`): under database
-        rules alone its default database (db_ok reads no table); with table rules (standard
-        semantics) that, its kind and its tables' answers (tables_ok reads their names only for
-        the reason). None where it is decided alone: WL#2516, a statement that does not parse,
-        updates no table or reads the schema model or trigger knowledge (`_READS_STATE`)."""
+        """What a keyed statement's decision reads (keys that read the same are decided once:
+        `KeepTable._decide_key`): under database rules alone its default database (db_ok reads no
+        table); with table rules (standard semantics) that, its kind and its tables' answers (their
+        names only make the reason). None (decided alone): WL#2516, a statement that does not
+        parse, updates no table or reads the schema model or trigger knowledge (`_READS_STATE`)."""
         if self.databases_only:
             return (current_db,)
         if self.settings.semantics == "effective":
@@ -511,11 +502,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         """BUG#37051: the updated tables of a multi-table UPDATE are those whose columns SET assigns,
         placed with the model's column lists; then (MariaDB) the tables the fired triggers write.
         Where the model cannot tell, today's answer stands and `notes` says which assumption was made."""
-        updated = list(info.updated)
-        if any(qualifier is None for qualifier, _ in info.set_columns):
-            placed = self._place_set_columns(info, notes)
-            if placed is not None:
-                updated = placed
+        unplaced = any(qualifier is None for qualifier, _ in info.set_columns)  # (placed: never an empty list)
+        updated = (self._place_set_columns(info, notes) if unplaced else None) or list(info.updated)
         if triggers:
             updated += self._trigger_tables(updated, notes)
         return dataclasses.replace(info, updated=tuple(updated))
@@ -544,10 +532,7 @@ class RuleEngine(EffectiveSemantics, Decider):
                 why = f"columns of {missing} unknown" if unknown else "no joined table has it in the schema model"
                 notes.append(f"SET column '{column}' not placed ({why}): every joined table taken as updated")
                 return None
-        placed: list[TableRef] = []
-        for i in sorted(chosen):
-            if joined[i][0] not in placed:
-                placed.append(joined[i][0])
+        placed = list(dict.fromkeys(joined[i][0] for i in sorted(chosen)))  # (each table once, in order)
         return placed or None
 
     def _trigger_tables(self, updated: list[TableRef], notes: list[str]) -> list[TableRef]:
