@@ -41,7 +41,7 @@ from dumpfilter.rules.lint_records import Break as Break, Cause as Cause, Verdic
 from dumpfilter.rules.lint_server import ReplicaServer, Side
 from dumpfilter.rules.lint_sql import if_not_exists
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statement_info import TABLE_DDL_KINDS, Kind, StatementInfo
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import decided_events
 
@@ -246,7 +246,7 @@ class Linter(ReplicaServer):
         for info in infos:
             if info.kind in _STATELESS and info.parse_ok and not info.temporary:
                 continue
-            if info.kind not in _TABLE_DDL or not info.parse_ok or info.temporary or not info.updated or (
+            if info.kind not in TABLE_DDL_KINDS or not info.parse_ok or info.temporary or not info.updated or (
                     info.kind is Kind.ALTER_TABLE and "rename" in sql.lower()):
                 # A database, a temporary table, a routine, a text not parsed, a DROP TRIGGER (its
                 # table is the model's to know), an ALTER TABLE ... RENAME (the new name is not in
@@ -379,13 +379,10 @@ class Linter(ReplicaServer):
 
 
 # Statements that change none of the Linter's state (its models and absent/extra records act on
-# DDL), and the DDL whose changes stay with the tables it names (`Linter._touch`).
+# DDL); TABLE_DDL_KINDS' changes stay with the tables they name (`Linter._touch`).
 _STATELESS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
                         Kind.LOAD_DATA, Kind.TABLE_MAINTENANCE, Kind.ACCOUNT, Kind.SET, Kind.TRANSACTION})
 _KEYED = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE})  # the kinds `key_verdict` answers
-_TABLE_DDL = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
-                        Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW,
-                        Kind.DROP_VIEW})
 
 
 def _rename_net(renames: Iterable[tuple[TableRef, TableRef]]) -> tuple[set[TableRef], set[TableRef]]:

@@ -47,7 +47,7 @@ from dumpfilter.rules.decisions import Decision
 from dumpfilter.rules.lazy_pattern import LazyPattern
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.rules.schema import SchemaModel
-from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statement_info import WRITE_KINDS, Kind, StatementInfo
 
 if TYPE_CHECKING:
     from dumpfilter.errors import BinlogError
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
 TableRef = tuple[str, str]
 LOST, APPLIED, MISPLACED, SHADOWED = "lost", "applied", "misplaced", "shadowed"
 KEEP = 5  # examples kept per rule and kind
-WRITES = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
-                    Kind.LOAD_DATA})
 _WILD = {"replicate-do-db": "replicate-wild-do-table", "replicate-ignore-db": "replicate-wild-ignore-table"}
 _DB_RULES = frozenset({"replicate-do-db", "replicate-ignore-db"})
 WHAT = {LOST: "skipped, though the rules keep a table it writes",
@@ -161,7 +159,7 @@ class Divergence:
         """A DML statement the replica skips (`decision.apply` false) or applies without stopping
         (`replica`: its tables as the replica reads them): a divergence when its tables' own judgement
         (as rows of them would be judged, and where they would land) disagrees."""
-        if info.kind not in WRITES or not info.parse_ok or not info.updated or _unplaced(decision):
+        if info.kind not in WRITE_KINDS or not info.parse_ok or not info.updated or _unplaced(decision):
             if not _calls(linter, sql, db, info):
                 return
         for kind, rule, tables, landed in judge(linter, info, decision, thread, replica, sql, db):

@@ -45,6 +45,12 @@ class Kind(StrEnum):
 
 
 DATABASE_KINDS = frozenset({Kind.CREATE_DB, Kind.ALTER_DB, Kind.DROP_DB})
+# Statements that write rows, and the DDL whose changes stay with the tables it names.
+WRITE_KINDS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
+                         Kind.LOAD_DATA})
+TABLE_DDL_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
+                             Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER,
+                             Kind.CREATE_VIEW, Kind.DROP_VIEW})
 
 
 @dataclass(frozen=True)

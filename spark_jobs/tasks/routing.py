@@ -40,7 +40,7 @@ from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.parse import StartupFilters, normalize_option_name, parse_filter_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel, is_schema_statement
-from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind
+from dumpfilter.rules.statement_info import DATABASE_KINDS, TABLE_DDL_KINDS, WRITE_KINDS, Kind
 from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.transaction_filter import DROP, TransactionFilter, framing_statement
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
@@ -54,11 +54,7 @@ _NOT_ROUTED = frozenset({
     EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
 })
 # Statements that change the definition of a table-level object: they go with that object's schema.
-_DDL_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, Kind.TRUNCATE, Kind.RENAME_TABLE,
-                        Kind.CREATE_INDEX, Kind.DROP_INDEX, Kind.TABLE_MAINTENANCE, Kind.CREATE_TRIGGER,
-                        Kind.DROP_TRIGGER, Kind.CREATE_VIEW, Kind.DROP_VIEW})
-_DML_KINDS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE,
-                        Kind.DELETE_MULTI, Kind.LOAD_DATA})
+_DDL_KINDS = TABLE_DDL_KINDS | {Kind.TABLE_MAINTENANCE}
 _NAME = re.compile(r"^[A-Za-z0-9_$][A-Za-z0-9_$.-]*$")
 _SAFE_CHAR = re.compile(r"[A-Za-z0-9_$]")
 _UNQUALIFIED = "\x00unqualified"  # a default database no statement can name
@@ -170,7 +166,7 @@ def statement_route(sql: str, db: str | None, semantics: str) -> StatementRoute:
         if kind is Kind.DROP_TRIGGER and info.trigger and info.trigger[0]:
             names.add(info.trigger[0])
         return StatementRoute(frozenset(names), kind, True) if names else StatementRoute(default, kind, False)
-    if semantics == "effective" and kind in _DML_KINDS and info.updated:
+    if semantics == "effective" and kind in WRITE_KINDS and info.updated:
         return StatementRoute(frozenset(t[0] for t in info.updated if t[0]) or default, kind, True)
     return StatementRoute(default, kind, False)
 
