@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk  # noqa: E402
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: E402
-    ChunkCounts, SlaveCounts, merge_buckets, merge_counts, merge_hours, merge_statements, merge_tables,
+    ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
 )
 from dumpfilter.spark_jobs.tasks.chunks import DEFAULT_CHUNK_BYTES, Chunk, input_files, plan_chunks  # noqa: E402
 from dumpfilter.spark_jobs.tasks.statement_tables import (  # noqa: E402
@@ -354,8 +354,8 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
     # second read of that file for it.
     last = max((p.last_time for p in parts if p.file_index == len(files) - 1), default=0)
     span = time_span(files, last or None)
-    minutes = merge_buckets(mine, names, minutes=True) if span and span[1] - span[0] < MINUTES_BELOW else None
-    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names), span),
+    minutes = merge_hours(mine, names, minutes=True) if span and span[1] - span[0] < MINUTES_BELOW else None
+    paths += write_breakdowns(hour_rows(names, merge_hours(mine, names) or {}, span),
                               table_rows(topology, gates, totals[:len(slaves)], merge_tables(parts),
                                          merge_statements(parts)), out, fmt,
                               charts, minutes=hour_rows(names, minutes, span, 60) if minutes else None)

@@ -65,19 +65,12 @@ class ChunkCounts:
     statements: Statements = field(default_factory=dict)
 
 
-def merge_hours(parts: list[ChunkCounts], slave_names: list[str]) -> dict[str, dict[int, list[int]]]:
-    """`merge_buckets` by hour."""
-    merged = merge_buckets(parts, slave_names)
-    assert merged is not None  # (every chunk has its hours)
-    return merged
-
-
-def merge_buckets(parts: list[ChunkCounts], slave_names: list[str],
-                  minutes: bool = False) -> dict[str, dict[int, list[int]]] | None:
+def merge_hours(parts: list[ChunkCounts], slave_names: list[str],
+                minutes: bool = False) -> dict[str, dict[int, list[int]]] | None:
     """Per slave, hour (UTC epoch of its first second) -> [bytes read, bytes sent], over every
     chunk; a stretch joined across chunks is one Heartbeat (as `merge_counts` joins it), taken off
     the hour the earlier chunk counted it in. The hours add up to the slave's totals. `minutes`:
-    the same per minute, None unless every chunk was walked by minutes."""
+    the same per minute, None unless every chunk was walked by minutes (every chunk has its hours)."""
     out: dict[str, dict[int, list[int]]] = {name: {} for name in slave_names}
     previous: dict[str, ChunkCounts] = {}
     for part in sorted(parts, key=lambda p: (p.file_index, p.start)):

@@ -125,7 +125,7 @@ class ShadowCounts:
         return ChunkCounts(part.file_index, part.start, total, leading_skip=before.leading_skip,
                            trailing_skip=part.trailing_skip, heartbeat_size=part.heartbeat_size,
                            rotate_end=part.rotate_end, last_time=max(before.last_time, part.last_time),
-                           by_hour=merge_hours(both, [name])[name], tables=joined[1], statements=joined[2])
+                           by_hour=(merge_hours(both, [name]) or {})[name], tables=joined[1], statements=joined[2])
 
     @staticmethod
     def report(specs: Sequence[SlaveSpec], gates: Sequence[Gate | None], totals: Sequence[ChunkCounts],
