@@ -99,13 +99,14 @@ class FilterStats:
     # filtered, nothing after it read.
     cut: CutEventError | None = field(default=None, compare=False)
 
-    def add(self, outcome: str, events_in: int, bytes_in: int, events_out: int, bytes_out: int) -> None:
-        self.events_in += events_in
-        self.bytes_in += bytes_in
-        self.events_out += events_out
-        self.bytes_out += bytes_out
+    def add_result(self, result: FilterResult) -> None:
+        self.events_in += result.events_in
+        self.bytes_in += result.bytes_in
+        self.events_out += len(result.events)
+        self.bytes_out += result.bytes_out
+        outcome = result.outcome
         if outcome == PASSED:
-            self.control_events += events_in
+            self.control_events += result.events_in
             return
         self.transactions_in += 1
         if outcome == KEPT:
@@ -128,9 +129,6 @@ class FilterStats:
         self.bytes_in += c.kept_bytes + c.partial_bytes_in + c.emptied_bytes_in + c.skipped_bytes_in
         self.events_out += c.kept_events + c.partial_events_out + c.emptied_events_out
         self.bytes_out += c.kept_bytes + c.partial_bytes_out + c.emptied_bytes_out
-
-    def add_result(self, result: FilterResult) -> None:
-        self.add(result.outcome, result.events_in, result.bytes_in, len(result.events), result.bytes_out)
 
     def as_dict(self) -> dict[str, int]:
         return {k: v for k, v in self.__dict__.items() if k not in _PATH_COUNTERS}
