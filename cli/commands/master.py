@@ -78,8 +78,7 @@ LINT_MAX_MB = 1024
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
-    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
-    sub.required = True
+    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND", required=True)
     serve = sub.add_parser("serve", help="serve a binlog directory to registered slaves",
                            description="Tails DIR (a live server may be writing it) and streams each registered "
                                        "slave only what its rules and the master policy keep.")

@@ -83,8 +83,7 @@ def print_shadows(rows: list[Row]) -> None:
 
 def register(sub: Any) -> None:
     shadow = sub.add_parser("shadow", help="shadow candidates of a running master: rule sets counted, never streamed")
-    cmds = shadow.add_subparsers(dest="shadow_command", metavar="SUBCOMMAND")
-    cmds.required = True
+    cmds = shadow.add_subparsers(dest="shadow_command", metavar="SUBCOMMAND", required=True)
     add = cmds.add_parser("add", help="count the candidates of FILE (the --candidates format) from the live end on",
                           description="An admin identity only. Each candidate counts from the master's live end "
                                       "(the start of the last transaction written) under its skip policy and the "
