@@ -37,11 +37,11 @@ def add_serve_option(serve: argparse.ArgumentParser) -> None:
 def load_shadow(args: argparse.Namespace) -> Topology | None:
     """--shadow's candidates, read before anything listens (one line on a bad file or rule)."""
     from dumpfilter.errors import InvalidArgumentError
-    from dumpfilter.topology import load_topology
+    from dumpfilter.topology import load_candidates
 
     if not args.shadow:
         return None
-    candidates = load_topology(args.shadow)
+    candidates = load_candidates(args.shadow)
     if len(candidates.slaves) > MAX_CANDIDATES:
         raise InvalidArgumentError(f"--shadow {args.shadow}: {len(candidates.slaves)} candidates; at most "
                                    f"{MAX_CANDIDATES} are counted")
