@@ -153,16 +153,9 @@ class _Written:
     def __init__(self, handle: IO[Any], label: str) -> None:
         self.handle, self.label = handle, label
 
-    def failed(self, exc: OSError) -> ExternalError:
-        return ExternalError(f"{self.label}: cannot write: {exc.strerror or exc}")
-
     def write(self, data: Any) -> int:
-        try:
+        with _writes_named(self.label):
             return self.handle.write(data)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise self.failed(exc) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.handle, name)
