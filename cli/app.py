@@ -61,8 +61,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="Master-side replication filter simulator for MySQL and MariaDB (WL#2387).",
     )
     parser.add_argument("--version", action="version", version=f"dumpfilter {__version__}")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    subparsers.required = True
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     # The sub-command `argv` names: its first word that is not an option (the top level takes no
     # option with a value), None without one (`--version`, `--help`).
     wanted = None if argv is None else next((arg for arg in argv if not arg.startswith("-")), None)

@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 from dumpfilter.cli.options import seconds_in
 
 if TYPE_CHECKING:
-    from google.protobuf.message import Message
-
     from dumpfilter.v1 import dump_pb2
 
 # A row of the operator calls' answers, as JSON and the tables print it.
@@ -67,13 +65,16 @@ class MasterClient:
     def __exit__(self, *exc: object) -> None:
         self.channel.close()
 
-    def call(self, method: str, request: Message, timeout: float | None = None) -> Any:
-        """The reply of the RPC `method` (the message dump.proto declares for it)."""
+    def call(self, method: str, timeout: float | None = None, **fields: Any) -> Any:
+        """The reply of the RPC `method` (the message dump.proto declares for it) to its request
+        (`<method>Request`) made of `fields`."""
         import grpc
 
         from dumpfilter.slave.master_link import master_error
+        from dumpfilter.v1 import dump_pb2
         from dumpfilter.wire import credentials
 
+        request = getattr(dump_pb2, f"{method}Request")(**fields)
         try:
             return getattr(self.stub, method)(request, timeout=timeout or self.timeout,
                                               metadata=credentials(self.user, self.password))
@@ -83,9 +84,7 @@ class MasterClient:
     # -- the three operator calls ----------------------------------------------------------
     def list_filters(self, server_id: int = 0) -> dict[str, list[Row]]:
         """performance_schema.replication_applier_filters and _global_filters, one row per slave and channel."""
-        from dumpfilter.v1 import dump_pb2
-
-        reply = self.call("ListFilters", dump_pb2.ListFiltersRequest(server_id=server_id))
+        reply = self.call("ListFilters", server_id=server_id)
         return {"replication_applier_filters": [_filter_row(r, counter=True) for r in reply.filters],
                 "replication_applier_global_filters": [_filter_row(r, counter=False) for r in reply.global_filters]}
 
@@ -93,20 +92,14 @@ class MasterClient:
         """SHOW SLAVE HOSTS plus each slave's stream counters; the state of the live primary a
         `master serve --source` keeps its series from (SourceStatus's fields), else None; and the
         shadow candidates (ShadowCandidate messages; an admin's call)."""
-        from dumpfilter.v1 import dump_pb2
-
-        reply = self.call("Stats", dump_pb2.StatsRequest(server_id=server_id))
+        reply = self.call("Stats", server_id=server_id)
         rows = [_status_row(s) for s in sorted(reply.slaves, key=lambda s: s.server_id)]
         if not reply.HasField("source"):
             return rows, None, list(reply.shadows)
         return rows, {f.name: getattr(reply.source, f.name) for f in reply.source.DESCRIPTOR.fields}, list(reply.shadows)
 
     def change_filter(self, server_id: int, statement: str, timeout: float | None = None) -> Row:
-        from dumpfilter.v1 import dump_pb2
-
-        reply = self.call("ChangeFilter", dump_pb2.ChangeFilterRequest(server_id=server_id,
-                                                                         change_replication_filter=statement),
-                           timeout=timeout)
+        reply = self.call("ChangeFilter", timeout, server_id=server_id, change_replication_filter=statement)
         return {"server_id": server_id,
                 "effective_at": {"file": reply.effective_at.file, "pos": reply.effective_at.pos}
                 if reply.HasField("effective_at") else None,

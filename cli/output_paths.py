@@ -153,23 +153,16 @@ class _Written:
     def __init__(self, handle: IO[Any], label: str) -> None:
         self.handle, self.label = handle, label
 
-    def failed(self, exc: OSError) -> ExternalError:
-        return ExternalError(f"{self.label}: cannot write: {exc.strerror or exc}")
-
     def write(self, data: Any) -> int:
-        try:
+        with writes_named(self.label):
             return self.handle.write(data)
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise self.failed(exc) from None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.handle, name)
 
 
 @contextlib.contextmanager
-def _writes_named(label: str) -> Iterator[None]:
+def writes_named(label: str) -> Iterator[None]:
     """An OSError of the output's own flush, fsync, close or rename is one line naming it."""
     try:
         yield
@@ -189,11 +182,11 @@ def atomic_output(path: str | os.PathLike[str], mode: str = "wb", option: str | 
     if target.is_dir():  # told before anything is written, not as IsADirectoryError at the end
         raise OutputError(f"{target}: is a directory, not a file to write")
     if is_stream(target):  # appended to: a file behind /dev/stderr keeps what it holds
-        with _writes_named(label):
+        with writes_named(label):
             stream = open(target, mode.replace("w", "a"))
         yield from _written(stream, label, lambda: None)
         return
-    with _writes_named(label):
+    with writes_named(label):
         fd, tmp = temp_beside(target.parent if str(target.parent) else ".", f".{target.name}.", ".tmp")
     try:
         handle = os.fdopen(fd, mode)
@@ -240,6 +233,6 @@ def _written(handle: IO[Any], label: str, finish: Callable[[], object]) -> Itera
         with contextlib.suppress(OSError):
             handle.close()
         raise
-    with _writes_named(label):
+    with writes_named(label):
         finish()
         handle.close()

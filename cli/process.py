@@ -96,9 +96,7 @@ def sigterm_as_interrupt() -> Callable[[], None]:
 # reused; memory stays bounded by the largest set of buffers alive at once, plus up to
 # TRIM_THRESHOLD kept free for the next ones. The master is left as it is: the same setting
 # gained nothing measurable there, and its heap, kept, raised the peak RSS of eight streams by a
-# third. mallopt's parameters (malloc.h):
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_THRESHOLD = -3
+# third (it keeps smaller ones of its own: master.serve.malloc_arenas, whose mallopt sets these too).
 MMAP_THRESHOLD = 64 << 20
 TRIM_THRESHOLD = 128 << 20
 
@@ -119,15 +117,9 @@ def raise_open_files_limit() -> None:
 
 def tune_allocator() -> bool:
     """Sets the thresholds where the C library is glibc; whether it did (elsewhere: nothing)."""
-    try:
-        import ctypes
+    from dumpfilter.master.serve.malloc_arenas import steady_thresholds
 
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    return steady_thresholds(MMAP_THRESHOLD, TRIM_THRESHOLD)
 
 
 def scrub_argv(argument: str, secret: str) -> bool:

@@ -29,7 +29,6 @@ from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import client_channel, credentials, rules_to_proto, schema_to_proto, skip_policy_to_proto
 from dumpfilter.rules.ruleset import REPLICATE_TYPES, filter_name
 from dumpfilter.skip_policy import is_placeholder
-from dumpfilter.slave.filter_view import filters_in_force
 from dumpfilter.slave.receive import BatchWalk
 from dumpfilter.slave.info_file import read_json, write_json_atomic
 from dumpfilter.slave.relay_log import APPLY_INFO, RelayInfo, RelayLog
@@ -208,6 +207,27 @@ class Slave:
                 return
             time.sleep(0.2)
 
+    def _filters_in_force(self, stub: dump_pb2_grpc.DumpFilterStub) -> dict[str, str] | None:
+        """FILTER_NAME -> rule text of this slave's channel's rows in the master's ListFilters
+        (performance_schema.replication_applier_filters), every REPLICATE_* name present ("" for none);
+        None when the master cannot say (an older master, or one going away).
+
+        A `dumpfilter master change-filter` (CHANGE REPLICATION FILTER run on the master for this slave)
+        reaches the slave only as DumpBatch.filter_changed_at, where the change took effect; the rules
+        themselves are the master's, so SHOW SLAVE STATUS's Replicate_* fields are read back from it,
+        as MySQL's show the filter in force after CHANGE REPLICATION FILTER."""
+        cfg = self.config
+        try:
+            reply = stub.ListFilters(dump_pb2.ListFiltersRequest(server_id=cfg.server_id), timeout=self._rpc_timeout(),
+                                     metadata=self._metadata())
+        except grpc.RpcError:
+            return None
+        filters = {filter_name(rule_type): "" for rule_type in REPLICATE_TYPES}
+        for row in reply.filters:
+            if row.server_id == cfg.server_id and row.channel_name == cfg.channel and row.filter_name in filters:
+                filters[row.filter_name] = row.filter_rule
+        return filters
+
     def _rpc_timeout(self) -> float:
         """The RPC deadline, never past --connect-timeout while the master has not answered yet."""
         deadline = self._give_up_at
@@ -326,8 +346,7 @@ class Slave:
                 if batch.warnings:
                     self._warn(batch.warnings)
                 if batch.filter_changed_at.file:  # a live change on the master: show its rules
-                    self.info.filters = filters_in_force(stub, cfg.server_id, cfg.channel, self._metadata(),
-                                                         self._rpc_timeout()) or self.info.filters
+                    self.info.filters = self._filters_in_force(stub) or self.info.filters
                 self._batch(batch)
                 if batch.caught_up:
                     if not self.caught_up and self._dumped_at is not None:

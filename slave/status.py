@@ -209,7 +209,7 @@ def status_fields(relay_dir: Path) -> dict[str, object]:
         "Apply_Target": info.apply_target,
         "Master_Policy_Allow": ",".join(info.policy_allow),
         # Replicate_* above are the rules in force: those this slave registered, then, after a live
-        # change on the master (dumpfilter master change-filter), the master's (slave/filter_view.py).
+        # change on the master (dumpfilter master change-filter), the master's (Slave._filters_in_force).
         "Filters_Changed_On_Master_At": info.filters_changed_at,
         "Skip_Policy": info.skip_policy,
         # performance_schema.replication_connection_status's, in its form (UTC): when the relay

@@ -23,8 +23,7 @@ if TYPE_CHECKING:
 
 def register(subparsers: Subparsers) -> None:
     binlog = subparsers.add_parser("binlog", help="read binlog files")
-    sub = binlog.add_subparsers(dest="binlog_command", metavar="ACTION")
-    sub.required = True
+    sub = binlog.add_subparsers(dest="binlog_command", metavar="ACTION", required=True)
     inspect = sub.add_parser("inspect", help="list events: offset, type, size, log_pos, db/table/SQL/GTID")
     inspect.add_argument("files", nargs="+", metavar="FILE", help="binlog files or directories (.gz is read too)")
     add_json_option(inspect, "the events, one JSON object a line")

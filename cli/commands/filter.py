@@ -21,8 +21,9 @@ from dumpfilter.cli.options import (
 )
 from dumpfilter.cli.output_paths import (
     OutputError, is_stream, missing_parent, refuse_input_as_output, temp_beside, writable_dir, writable_file,
+    writes_named,
 )
-from dumpfilter.errors import ExternalError, InvalidArgumentError
+from dumpfilter.errors import InvalidArgumentError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 
 if TYPE_CHECKING:  # imported where the filter runs: `filter --help` starts without the codec and the engine
@@ -128,21 +129,19 @@ def run(args: argparse.Namespace) -> int:
 
         applied = applied_names(engine, rules, settings)
     started = time.perf_counter()
+    # An input that cannot be read is its BinlogError; a write that fails is the sink's OSError: one
+    # line naming the output (the disk is full, a device refuses), no partial output left; stdout's
+    # reader gone (`filter -o - | head`) ends it quietly, as every command.
     try:
-        # An input that cannot be read is its BinlogError; a write that fails is the sink's OSError.
-        # A file cut inside an event: its whole events filtered and written, then told (raise_cut).
-        stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True,
-                             stop_at_cut=True, rename=renamer, applied=applied)
-        written = sink.close()
-        out_bytes = ((sink.writer.position if sink.writer else 0) if isinstance(sink, FileSink)
-                      else sum(p.stat().st_size for p in written if p.exists()))
-        if staging is not None:
-            written = _move_into_place(staging, out, written, basename if series else None)
-    except BrokenPipeError:
-        raise  # stdout's reader has gone (`filter -o - | head`): as every command, quietly
-    except OSError as exc:  # the output's disk is full, a device refuses: one line, no partial output left
-        raise ExternalError(f"{option} {args.output if option == '-o' else out}: cannot write: "
-                            f"{exc.strerror or exc}") from None
+        with writes_named(f"{option} {args.output if option == '-o' else out}"):
+            # A file cut inside an event: its whole events filtered and written, then told (raise_cut).
+            stats = filter_files(paths, tfilter, sink, verify_checksums=args.verify_checksums, read_ahead=True,
+                                 stop_at_cut=True, rename=renamer, applied=applied)
+            written = sink.close()
+            out_bytes = ((sink.writer.position if sink.writer else 0) if isinstance(sink, FileSink)
+                         else sum(p.stat().st_size for p in written if p.exists()))
+            if staging is not None:
+                written = _move_into_place(staging, out, written, basename if series else None)
     finally:
         with contextlib.suppress(Exception):  # an error already on its way is the one to report
             sink.close()

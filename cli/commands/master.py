@@ -78,8 +78,7 @@ LINT_MAX_MB = 1024
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("master", help="run the master-side dump service (gRPC)")
-    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND")
-    sub.required = True
+    sub = parser.add_subparsers(dest="master_command", metavar="SUBCOMMAND", required=True)
     serve = sub.add_parser("serve", help="serve a binlog directory to registered slaves",
                            description="Tails DIR (a live server may be writing it) and streams each registered "
                                        "slave only what its rules and the master policy keep.")
@@ -197,16 +196,12 @@ def register(subparsers: Subparsers) -> None:
     filters = sub.add_parser("filters", help="the filter tables of a running master (performance_schema style)",
                              description="The rows of performance_schema.replication_applier_filters and "
                                          "replication_applier_global_filters, one row per slave and channel.")
-    add_connection_options(filters)
-    filters.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
-    add_json_option(filters, "the tables")
-    filters.set_defaults(func=filters_command)
-
     status = sub.add_parser("status", help="SHOW SLAVE HOSTS of a running master, with each slave's stream counters")
-    add_connection_options(status)
-    status.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
-    add_json_option(status, "the rows")
-    status.set_defaults(func=status_command)
+    for viewer, what, func in ((filters, "the tables", filters_command), (status, "the rows", status_command)):
+        add_connection_options(viewer)
+        viewer.add_argument("--server-id", type=server_id_type, default=0, help="only this slave (default: every slave)")
+        add_json_option(viewer, what)
+        viewer.set_defaults(func=func)
 
     change = sub.add_parser("change-filter", help="CHANGE REPLICATION FILTER on a registered slave, live",
                             description="The change takes effect at the next transaction boundary of the "

@@ -37,11 +37,11 @@ def add_serve_option(serve: argparse.ArgumentParser) -> None:
 def load_shadow(args: argparse.Namespace) -> Topology | None:
     """--shadow's candidates, read before anything listens (one line on a bad file or rule)."""
     from dumpfilter.errors import InvalidArgumentError
-    from dumpfilter.topology import load_topology
+    from dumpfilter.topology import load_candidates
 
     if not args.shadow:
         return None
-    candidates = load_topology(args.shadow)
+    candidates = load_candidates(args.shadow)
     if len(candidates.slaves) > MAX_CANDIDATES:
         raise InvalidArgumentError(f"--shadow {args.shadow}: {len(candidates.slaves)} candidates; at most "
                                    f"{MAX_CANDIDATES} are counted")
@@ -83,8 +83,7 @@ def print_shadows(rows: list[Row]) -> None:
 
 def register(sub: Any) -> None:
     shadow = sub.add_parser("shadow", help="shadow candidates of a running master: rule sets counted, never streamed")
-    cmds = shadow.add_subparsers(dest="shadow_command", metavar="SUBCOMMAND")
-    cmds.required = True
+    cmds = shadow.add_subparsers(dest="shadow_command", metavar="SUBCOMMAND", required=True)
     add = cmds.add_parser("add", help="count the candidates of FILE (the --candidates format) from the live end on",
                           description="An admin identity only. Each candidate counts from the master's live end "
                                       "(the start of the last transaction written) under its skip policy and the "
@@ -107,36 +106,33 @@ def register(sub: Any) -> None:
     report.set_defaults(func=report_command)
 
 
+def _ask(args: argparse.Namespace, method: str, **fields: Any) -> Any:
+    """The master's reply to the shadow call `method` (MasterClient.call)."""
+    with MasterClient.from_args(args) as client:
+        return client.call(method, **fields)
+
+
 def add_command(args: argparse.Namespace) -> int:
     from dumpfilter.errors import InvalidArgumentError
-    from dumpfilter.v1 import dump_pb2
 
     try:
         text = Path(args.file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgumentError(f"{args.file}: cannot read the candidates file: "
                                    f"{getattr(exc, 'strerror', None) or exc}") from None
-    with MasterClient.from_args(args) as client:
-        reply = client.call("AddShadow", dump_pb2.AddShadowRequest(candidates=text))
+    reply = _ask(args, "AddShadow", candidates=text)
     print(f"counting {', '.join(reply.names)} from {reply.start.file}:{reply.start.pos}")
     return 0
 
 
 def remove_command(args: argparse.Namespace) -> int:
-    from dumpfilter.v1 import dump_pb2
-
-    with MasterClient.from_args(args) as client:
-        client.call("RemoveShadow", dump_pb2.RemoveShadowRequest(name=args.name))
+    _ask(args, "RemoveShadow", name=args.name)
     print(f"removed {args.name}")
     return 0
 
 
 def list_command(args: argparse.Namespace) -> int:
-    from dumpfilter.v1 import dump_pb2
-
-    with MasterClient.from_args(args) as client:
-        reply = client.call("ListShadows", dump_pb2.ListShadowsRequest())
-    rows = [shadow_row(c) for c in reply.candidates]
+    rows = [shadow_row(c) for c in _ask(args, "ListShadows").candidates]
     if emit_json(args, rows):
         return 0
     print_shadows(rows) if rows else print("no shadow candidates")
@@ -164,10 +160,8 @@ def table_cells(row: Row) -> Row:
 def report_command(args: argparse.Namespace) -> int:
     from dumpfilter.spark_jobs.bandwidth_experiment import (CANDIDATE_COLUMNS, _write_table, write_breakdowns,
                                                             write_report)
-    from dumpfilter.v1 import dump_pb2
 
-    with MasterClient.from_args(args) as client:
-        reply = client.call("ShadowReport", dump_pb2.ShadowReportRequest())
+    reply = _ask(args, "ShadowReport")
 
     def rows(items: Any) -> list[dict[str, Any]]:
         return [{k: json.loads(v) for k, v in item.cells.items()} for item in items]

@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 
 def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser("slave", help="run a filtering slave, or show its status")
-    sub = parser.add_subparsers(dest="slave_command", metavar="SUBCOMMAND")
-    sub.required = True
+    sub = parser.add_subparsers(dest="slave_command", metavar="SUBCOMMAND", required=True)
     run = sub.add_parser("run", help="register with a master and stream into relay logs",
                          description="The rules are sent to the master, which filters; replicate-rewrite-db is "
                                      "applied here, on the slave, as WL#2387 specifies.")

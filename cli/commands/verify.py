@@ -116,12 +116,7 @@ def run(args: argparse.Namespace) -> int:
             split_statements(text)
         except VerifyError as exc:
             raise DumpFilterError(f"verify: {path}: {exc}") from None
-    if args.builtin:
-        from dumpfilter.topology import parse_topology
-
-        topology = parse_topology(Path(topology_path).read_text(encoding="utf-8"), "builtin_topology.toml")
-    else:
-        topology = load_topology(topology_path)
+    topology = load_topology(topology_path)
     progress = None if args.quiet else (lambda message: print(f"verify: {message}", file=sys.stderr, flush=True))
     runs = verify(topology, workload, seed=seed, formats=_formats(args.binlog_format, args.builtin),
                   keep=args.keep, timeout=args.timeout, master_rules=_master_rules(args.testing_master_rule),

@@ -202,7 +202,8 @@ class WithoutHeartbeats(SkipPolicy):
     """`policy` for a client that set no @master_heartbeat_period (mariadb-binlog, CDC readers):
     a server sends such a client no heartbeat (sql_repl.cc sends them only at the period the
     client asked for), and mariadb-binlog cannot read one ("Found invalid event in binary log").
-    A skipped stretch is then only a hole in the positions, which these clients follow."""
+    A skipped stretch is then only a hole in the positions, which these clients follow. (The tail
+    after a skipped stretch, `replica_tail`, is SkipPolicy's, the same for every policy.)"""
 
     def __init__(self, policy: SkipPolicy) -> None:
         self.policy = policy
@@ -212,8 +213,3 @@ class WithoutHeartbeats(SkipPolicy):
         if event.type_code in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
             return None
         return self.policy.for_replica(event, gtid_log_pos=gtid_log_pos, end=end, server_id=server_id)
-
-    def replica_tail(self, *, flavor: str, file: str, end: int, gtids: dict[tuple[int, int], int],
-                     fmt: FormatDescription | None, server_id: int, fde: Event | None = None) -> list[Event]:
-        return self.policy.replica_tail(flavor=flavor, file=file, end=end, gtids=gtids, fmt=fmt, server_id=server_id,
-                                        fde=fde)

@@ -79,10 +79,6 @@ class BinlogDirectory:
             total += max(0, file_size(self.directory / name, 0) - 4)
         return total + max(0, end[1] - 4)
 
-    def not_yet_indexed(self, file: str) -> bool:
-        """A file past the index's last one, which the reader waits for (see Listing)."""
-        return self.file_names().not_yet_indexed(file)
-
 
 SETTLED_NS = 1_000_000_000  # see BinlogDirectory.file_names
 StatKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, device)

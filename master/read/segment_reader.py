@@ -114,7 +114,7 @@ class SegmentReader:
                     break
                 if not os.path.lexists(cache.directory / nxt):
                     cache.file_names().check_absent(cache.directory, nxt)  # or a Rotate named it
-                if not os.path.lexists(cache.directory / nxt) or cache.not_yet_indexed(nxt):
+                if not os.path.lexists(cache.directory / nxt) or cache.file_names().not_yet_indexed(nxt):
                     at_end = True  # a Rotate names a file the server has not created (or indexed) yet
                     break
                 name, pos = nxt, 4

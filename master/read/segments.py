@@ -501,7 +501,7 @@ class SegmentCache(BinlogDirectory):
         if not os.path.lexists(self.path(file)):
             self.file_names().check_absent(self.directory, file)  # purged, or deleted by hand: 1236
             return Segment(start, [], start, at_end=True)  # a Rotate can name a file not created yet
-        if pos <= 4 and self.not_yet_indexed(file):
+        if pos <= 4 and self.file_names().not_yet_indexed(file):
             return Segment(start, [], start, at_end=True)
         return (yield from self._reader(start))
 

@@ -47,19 +47,18 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     return mallopt is not None and mallopt(_M_ARENA_MAX, arenas) == 1
 
 
-def steady_thresholds() -> bool:
+def steady_thresholds(mmap: int = MMAP_THRESHOLD, trim: int = TRIM_THRESHOLD) -> bool:
     """Fixed mmap (MMAP_THRESHOLD) and trim (TRIM_THRESHOLD) thresholds, for the master's steady
     flow of batch-sized buffers (issue #30). By default the mmap threshold follows the largest
     block freed and the trim threshold twice that: each stream's 1 MB batches are then taken from
     the OS and given back, a page fault per page each time (bench fanout_procs, eight slaves:
     three times one slave's faults), and what is kept between trims grows with the streams (64
     slaves: peak RSS 245 MB, 147-153 MB with these). MALLOC_MMAP_THRESHOLD_ in the environment
-    wins. False where they were not set."""
+    wins. False where they were not set. (`slave run` sets larger ones: cli.process.tune_allocator.)"""
     if os.environ.get("MALLOC_MMAP_THRESHOLD_"):
         return False
     mallopt = _mallopt()
-    return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1 and \
-        mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+    return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, mmap) == 1 and mallopt(_M_TRIM_THRESHOLD, trim) == 1
 
 
 

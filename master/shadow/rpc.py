@@ -33,7 +33,7 @@ def add(board: ShadowBoard | None, request: dump_pb2.AddShadowRequest, caller: I
         raise AccessDeniedError(f"identity {caller.name!r} may not add shadow candidates (admin only)")
     if len(request.candidates) > MAX_CANDIDATES_TEXT:
         raise InvalidArgumentError(f"the candidates file is over {MAX_CANDIDATES_TEXT} characters")
-    names = board.add(parse_topology(request.candidates, "candidates"), caller)
+    names = board.add(parse_topology(request.candidates, "candidates", server_id_needed=False), caller)
     start = next((s.start for s in board.statuses(caller) if s.name == names[0]), ("", 0))
     return dump_pb2.AddShadowReply(names=names, start=dump_pb2.Position(file=start[0], pos=start[1]))
 

@@ -4,6 +4,7 @@ kernel faults in and zeroes every time)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,9 +31,9 @@ print(tuned, mallinfo2().hblks - before)
 """
 
 
-def _probe(*args: str) -> tuple[bool, int]:
+def _probe(*args: str, env: dict[str, str] | None = None) -> tuple[bool, int]:
     out = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         check=True).stdout.split()
+                         check=True, env=None if env is None else {**os.environ, **env}).stdout.split()
     return out[0] == "True", int(out[1])
 
 
@@ -42,6 +43,12 @@ def test_large_blocks_come_from_the_heap_once_tuned():
     assert new_mappings == 0  # all from the heap
     untuned, plain_mappings = _probe()
     assert not untuned and plain_mappings >= 16  # glibc's default: one mapping per block
+
+
+def test_the_environment_wins():
+    """MALLOC_MMAP_THRESHOLD_ given: glibc's, as `master serve`'s thresholds leave it (one mallopt for both)."""
+    tuned, new_mappings = _probe("tune", env={"MALLOC_MMAP_THRESHOLD_": "131072"})
+    assert not tuned and new_mappings >= 16
 
 
 def test_slave_run_tunes_its_process():

@@ -307,3 +307,17 @@ def test_a_candidate_counts_what_its_identitys_gate_allows(tmp_path, source):
     for name, _, _ in cands:
         assert rows[name]["counts"]["bytes_sent"] == want[name]["bytes_sent"], name
     assert want["g-all"]["bytes_sent"] < unbounded["g-all"]["bytes_sent"]  # the gate cut db3
+
+
+def test_a_candidate_needs_no_server_id(tmp_path, source):
+    """The `--candidates` format as `experiment --candidates` reads it: a candidate's server_id is
+    optional, in a --shadow file and in `master shadow add` alike (both asked for one)."""
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:2])
+    shadow_file, later = tmp_path / "shadow.toml", tmp_path / "later.toml"
+    shadow_file.write_text('[[slaves]]\nname = "s-db2"\nrules = ["replicate-do-db=db2"]\n')
+    later.write_text('[[slaves]]\nname = "r-db1"\nrules = ["replicate-do-db=db1"]\n')
+    with serving(live, "--shadow", str(shadow_file)) as address:
+        assert dumpfilter_main(["master", "shadow", "add", "--master", address, str(later)]) == 0
+        assert sorted(listed(address)) == ["r-db1", "s-db2"]
