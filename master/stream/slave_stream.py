@@ -393,11 +393,14 @@ class SlaveStream:
                 # Started by GTID: a segment holding GTIDs the slave already has goes unit by unit.
                 self._states = _RowState(seg, words.generation, None, None, None)
                 return None
-            row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit), words.keeps)
-            # Statement units answered by their statements' keys, in the core (issue #43).
-            if by_keys is not None:
+            if by_keys is None:
+                row, keep = index.rows_for(lambda names: words.keep(names, self.slave.bit), words.keeps)
+            else:
+                # Statement units answered by their statements' keys, in the core (issue #43): a row
+                # of this slave's own (`rows_for`' rows, made for every slave, answer them ROW_SLOW).
                 # (under a policy gate, a unit with a statement the core cannot show reaches only
                 # its key's table stays ROW_SLOW: Python reads its reach)
+                keep = words.keep(index.names, self.slave.bit)
                 row = index.unit_list.rows_many([keep], [by_keys.keep], [by_keys.gated], index.formats())[0]
             # A restricted gate sends a fast unit whose statement text it refuses by the reference path.
             row = self.answers.row(seg, guard_row(seg, row, keep, self.slave.gate, self.keys.counts))

@@ -65,8 +65,8 @@ for _ in range(400):  # 120 MB of reply-sized buffers, each below a block that s
     small.append(bytearray(600))
 del big
 print(before, anon_mb(), flush=True)  # the holes, still resident
-if sys.argv[1] == "trim":
-    trim_freed(0.05)
+if sys.argv[1] != "off":
+    trim_freed(0.05, above=1 << 40 if sys.argv[1] == "above" else 0)
 for _ in range(int(sys.argv[2])):  # (up to 10 s under load: never a time asserted)
     threading.Event().wait(0.05)
     if anon_mb() - before < 30:
@@ -92,3 +92,12 @@ def test_memory_freed_between_live_blocks_goes_back_to_the_os():
     assert freed - before >= 100 and after - before >= 100  # the holes stay without it
     before, freed, after = _holes("trim", 200)
     assert freed - before >= 100 and after - before < 30
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.confstr("CS_GNU_LIBC_VERSION") is None,
+                    reason="glibc's malloc_trim")
+def test_memory_freed_is_kept_while_the_process_holds_less_than_its_caches_may():
+    """Under `above` (the caches' budget) the trimmer leaves freed pages where they are: handed
+    back, each would be faulted in and zeroed again when reused."""
+    before, freed, after = _holes("above", 10)
+    assert freed - before >= 100 and after - before >= 100
