@@ -133,7 +133,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFlagWords>()?;
     m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     sent::add_records(m)?;
-    m.add_class::<unit_list_counts::CountJob>()?;
+    unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;
     results::add_records(m)?;
     facts::register(m)?;

@@ -2,7 +2,6 @@
 //! `SendResult`, its bytes as one new bytes object filled without the GIL, its tallies added
 //! into the caller's bytearrays.
 
-use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -76,7 +75,7 @@ records! {
     /// the bytes already in the batch, the size at which it is full, whether placeholders in a
     /// row are written as one (`placeholder_runs`) and skipped units in a row as one stretch
     /// (`skip_stretches`): a gRPC slave that asked for them.
-    SendConfig = "SendConfig" {
+    SendConfig = "SendConfig" new(*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false, skip_stretches = false) {
         skip: u8,
         partial_ok: bool,
         server_id: u32,
@@ -85,34 +84,5 @@ records! {
         limit: u64,
         placeholder_runs: bool,
         skip_stretches: bool,
-    }
-}
-
-#[stub]
-#[pymethods]
-impl SendConfig {
-    #[new]
-    #[allow(clippy::too_many_arguments)] // (keyword-only in Python: the one typed value it makes)
-    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false, skip_stretches = false))]
-    fn new(
-        skip: u8,
-        partial_ok: bool,
-        server_id: u32,
-        heartbeat_crc: bool,
-        batch_bytes: u64,
-        limit: u64,
-        placeholder_runs: bool,
-        skip_stretches: bool,
-    ) -> Self {
-        SendConfig {
-            skip,
-            partial_ok,
-            server_id,
-            heartbeat_crc,
-            batch_bytes,
-            limit,
-            placeholder_runs,
-            skip_stretches,
-        }
     }
 }
