@@ -10,25 +10,18 @@ use crate::sent::Sent;
 
 /// A walk's outcome as Python reads it (`send`: `out` its bytes; `count`: empty).
 pub(super) fn send_result(out: Py<PyBytes>, s: &Sent) -> SendResult {
-    SendResult {
-        out,
-        next: s.next,
-        kept: s.kept,
-        partial: s.partial,
-        skipped: s.skipped,
-        sent_bytes: s.sent_bytes,
-        sent_events: s.sent_events,
-        read_bytes: s.read_bytes,
-        read_events: s.read_events,
-        heartbeats: s.heartbeats,
-        heartbeat_bytes: s.heartbeat_bytes,
-        skip_units: s.skip_units,
-        skip_events: s.skip_events,
-        skip_bytes: s.skip_bytes,
-        placeholders: s.placeholders,
-        pending_unit: s.pending.map_or(-1i64, |k| k as i64),
-        pending_done: s.pending_done,
+    macro_rules! result {
+        ($($f:ident)*) => {
+            SendResult {
+                out,
+                next: s.next,
+                pending_unit: s.pending.map_or(-1i64, |k| k as i64),
+                pending_done: s.pending_done,
+                $($f: s.$f,)*
+            }
+        };
     }
+    crate::sent::counters!(result!())
 }
 
 /// Adds `counts` to the u32 LE slots of `tally`.
