@@ -96,6 +96,7 @@ macro_rules! counters {
             heartbeat_bytes skip_units skip_events skip_bytes placeholders)
     };
 }
+#[cfg(feature = "python")] // (python::sent::send_result)
 pub(crate) use counters;
 
 impl Sent {
