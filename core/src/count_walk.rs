@@ -361,7 +361,7 @@ fn count_job(
                         (given, owed) = (None, None);
                     }
                     owed = t.pending.or(owed);
-                    add(&mut s, &t);
+                    s.add(&t);
                     i = t.next;
                     continue;
                 }
@@ -388,23 +388,6 @@ fn count_job(
 /// Every byte a walk sent: master events, Heartbeats, skip forms.
 fn sent_total(s: &Sent) -> u64 {
     s.sent_bytes + s.heartbeat_bytes + s.skip_bytes
-}
-
-/// Adds the counts of `t` to `s`.
-fn add(s: &mut Sent, t: &Sent) {
-    s.kept += t.kept;
-    s.partial += t.partial;
-    s.skipped += t.skipped;
-    s.sent_bytes += t.sent_bytes;
-    s.sent_events += t.sent_events;
-    s.read_bytes += t.read_bytes;
-    s.read_events += t.read_events;
-    s.heartbeats += t.heartbeats;
-    s.heartbeat_bytes += t.heartbeat_bytes;
-    s.skip_units += t.skip_units;
-    s.skip_events += t.skip_events;
-    s.skip_bytes += t.skip_bytes;
-    s.placeholders += t.placeholders;
 }
 
 #[cfg(test)]

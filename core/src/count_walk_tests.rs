@@ -139,7 +139,7 @@ fn by_buckets(list: &UnitList, buf: &[u8], st: &StmtUnits, job: &Job, starts: &[
         reads.push(s.read_bytes);
         sents.push(s.sent_bytes + s.heartbeat_bytes + s.skip_bytes);
         total.pending = s.pending;
-        add(&mut total, &s);
+        total.add(&s);
         total.pending_done |= b == 0 && s.pending_done;
         total.next = s.next;
     }

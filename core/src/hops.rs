@@ -11,18 +11,12 @@ use crate::types::*;
 /// Table_maps (rows of an earlier statement's Table_map, a statement left open, a malformed
 /// event): the caller then takes the reference path.
 pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32, u32)>> {
-    let end = end.min(buf.len());
     let mut out = Vec::new();
     let (mut n, mut sn, mut tables) = (0u32, 0u32, 0u32);
     let mut ids: Vec<&[u8]> = Vec::new();
     let mut whole = true;
-    let mut at = body;
-    while at + HEADER_LEN <= end {
+    for (at, size) in events(buf, body, end) {
         let t = buf[at + 4];
-        let size = u32_at(buf, at + 9)? as usize;
-        let nxt = at
-            .checked_add(size)
-            .filter(|n| *n <= end && size >= HEADER_LEN)?;
         if t == XID {
             return (whole && n == sn).then_some(out);
         }
@@ -36,12 +30,11 @@ pub fn statements(buf: &[u8], body: usize, end: usize) -> Option<Vec<(usize, u32
                 whole = false; // rows of a Table_map of an earlier statement
             }
             if u16_at(buf, at + 25)? & STMT_END_F != 0 {
-                out.push((nxt, n - sn, tables));
+                out.push((at + size, n - sn, tables));
                 sn = n;
                 ids.clear();
             }
         }
-        at = nxt;
     }
     None
 }

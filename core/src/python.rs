@@ -29,13 +29,11 @@ mod scanner;
 mod sent;
 mod split;
 mod sql_text;
-mod stmt_pieces;
 #[cfg(feature = "stubs")]
 pub(crate) mod stubs;
 mod unit_list;
 mod unit_list_counts;
 mod unit_list_reads;
-mod verify_forms;
 
 use flag_words::PyFlagWords;
 use functions::*;
@@ -131,9 +129,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
-    m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
+    m.add_function(wrap_pyfunction!(sent::relayed, m)?)?;
     sent::add_records(m)?;
-    m.add_class::<unit_list_counts::CountJob>()?;
+    unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;
     results::add_records(m)?;
     facts::register(m)?;
@@ -160,7 +158,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(held_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(unit_list_reads::mysql_gtids_at, m)?)?;
     m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
-    m.add_function(wrap_pyfunction!(stmt_pieces::statement_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(unit_list_reads::statement_pieces, m)?)?;
     constants!(
         m,
         UNIT_WORDS = UNIT_WORDS,

@@ -435,43 +435,35 @@ impl Scanner {
         base: u64,
         types: &[bool; 256],
     ) -> (Vec<u64>, usize, Option<ScanError>) {
-        self.batched(buf, off, |s| s.walk_events(buf, off, base, types))
-    }
-
-    fn walk_events(
-        &mut self,
-        buf: &[u8],
-        off: usize,
-        base: u64,
-        types: &[bool; 256],
-    ) -> (Vec<u64>, usize, Option<ScanError>) {
-        let mut out = Vec::new();
-        let mut pos = off;
-        let mut count = 0u64;
-        let mut runs = self.runs_on();
-        let error = loop {
-            let (t, size) = match Self::next_event(buf, pos, base) {
-                Ok(Some(x)) => x,
-                Ok(None) => break None,
-                Err(e) => break Some(e),
-            };
-            let nxt = pos + size;
-            if runs && t != FORMAT_DESCRIPTION && is_known(t) {
-                self.run_add(buf, pos, nxt); // what `check` does for a common event, minus its tests
-            } else {
-                if let Err(e) = self.check(buf, pos, nxt, t, base) {
-                    break Some(e);
+        self.batched(buf, off, |s| {
+            let mut out = Vec::new();
+            let mut pos = off;
+            let mut count = 0u64;
+            let mut runs = s.runs_on();
+            let error = loop {
+                let (t, size) = match Self::next_event(buf, pos, base) {
+                    Ok(Some(x)) => x,
+                    Ok(None) => break None,
+                    Err(e) => break Some(e),
+                };
+                let nxt = pos + size;
+                if runs && t != FORMAT_DESCRIPTION && is_known(t) {
+                    s.run_add(buf, pos, nxt); // what `check` does for a common event, minus its tests
+                } else {
+                    if let Err(e) = s.check(buf, pos, nxt, t, base) {
+                        break Some(e);
+                    }
+                    runs = s.runs_on();
                 }
-                runs = self.runs_on();
-            }
-            count += 1;
-            if types[t as usize] || t == FORMAT_DESCRIPTION {
-                out.push(pos as u64);
-            }
-            pos = nxt;
-        };
-        self.events_walked += count;
-        (out, pos, error)
+                count += 1;
+                if types[t as usize] || t == FORMAT_DESCRIPTION {
+                    out.push(pos as u64);
+                }
+                pos = nxt;
+            };
+            s.events_walked += count;
+            (out, pos, error)
+        })
     }
 
     fn intern(&mut self, key: &[u8], db: &[u8], table: &[u8]) -> u32 {

@@ -88,7 +88,26 @@ impl Sent {
     }
 }
 
+/// Calls `$m!` with the arguments given and then `Sent`'s counters (the u64s a walk adds up):
+/// the one list `Sent::add` and the Python result (`SendResult`) name them by.
+macro_rules! counters {
+    ($m:ident!($($arg:tt)*)) => {
+        $m!($($arg)* kept partial skipped sent_bytes sent_events read_bytes read_events heartbeats
+            heartbeat_bytes skip_units skip_events skip_bytes placeholders)
+    };
+}
+#[cfg(feature = "python")] // (python::sent::send_result)
+pub(crate) use counters;
+
 impl Sent {
+    /// Adds the counters of `t` (a walk's part of this one's units).
+    pub(crate) fn add(&mut self, t: &Sent) {
+        macro_rules! add {
+            ($s:ident $t:ident $($f:ident)*) => {$($s.$f += $t.$f;)*};
+        }
+        counters!(add!(self t));
+    }
+
     /// A walk's Sent: tallies for `keys` key ids, and `room` bytes made up front for what it
     /// makes.
     pub(crate) fn for_walk(keys: usize, room: usize) -> Sent {

@@ -9,8 +9,8 @@
 //! its keys answered by the consumer's keep table, then walked with those answers (`ByKeys`:
 //! `filter`'s assembly, the slave's relay run; `split::StmtRoute` per output).
 
+use crate::hops::events;
 use crate::keep::{self, Keep};
-use crate::le::u32_at;
 use crate::scan::{Unit, F_COMPLETE, F_FAST, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID};
 use crate::scan::{F_HOLES, F_PLACEHOLDERS};
 use crate::skip_forms::is_placeholder;
@@ -286,15 +286,11 @@ impl<'a> ByKeys<'a> {
 /// The offset of piece `p`'s Query event in `buf`, past the context events it opens with; None
 /// when `buf` does not hold them.
 pub(crate) fn query_at(buf: &[u8], p: &Piece) -> Option<usize> {
-    let mut at = p.start();
+    let mut hops = events(buf, p.start(), p.end());
     for _ in 1..p.events {
-        let size = u32_at(buf, at + 9)? as usize;
-        if size < HEADER_LEN || at + size > p.end() {
-            return None;
-        }
-        at += size;
+        hops.next()?;
     }
-    (at + HEADER_LEN <= buf.len().min(p.end())).then_some(at)
+    (hops.at + HEADER_LEN <= buf.len().min(p.end())).then_some(hops.at)
 }
 
 /// `StmtUnits::build`'s state: the units read so far, the keys interned.

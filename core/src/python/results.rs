@@ -5,9 +5,24 @@ use pyo3::types::{PyBytes, PyList, PyString};
 
 /// Frozen pyclasses, each `$name` (Python name `$py`) with a getter per field and a repr naming
 /// them; and `add_records`, which adds them all to the module. A field's stub type is its Rust
-/// type's, or the one after `as` (a list's items: `Vec<T>`).
+/// type's, or the one after `as` (a list's items: `Vec<T>`). A record Python makes (a call's
+/// typed configuration) says `new(signature)`: its constructor takes each field by that pyo3
+/// signature.
 macro_rules! records {
-    ($($(#[doc = $doc:literal])* $name:ident = $py:literal {
+    (@new $name:ident [] $($field:ident: $ty:ty),*) => {};
+    (@new $name:ident [$sig:tt] $($field:ident: $ty:ty),*) => {
+        #[::dumpfilter_stub_attrs::stub]
+        #[pymethods]
+        impl $name {
+            #[new]
+            #[pyo3(signature = $sig)]
+            #[allow(clippy::too_many_arguments)] // (keyword-only in Python: the one typed value it makes)
+            fn new($($field: $ty),*) -> Self {
+                $name { $($field),* }
+            }
+        }
+    };
+    ($($(#[doc = $doc:literal])* $name:ident = $py:literal $(new $sig:tt)? {
         $($(#[doc = $fdoc:literal])* $field:ident: $ty:ty $(as $stub:ty)?,)*
     })*) => {
         $(
@@ -16,6 +31,8 @@ macro_rules! records {
         pub(super) struct $name {
             $($(#[doc = $fdoc])* pub(super) $field: $ty,)*
         }
+
+        records!(@new $name [$($sig)?] $($field: $ty),*);
 
         #[cfg(feature = "stubs")]
         super::stubs::record!($name = $py, [$($doc),*] { $($field: $ty $(as $stub)?, [$($fdoc),*];)* });

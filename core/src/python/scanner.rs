@@ -22,7 +22,7 @@ records! {
     /// assemble::Options): whether positions are renumbered (a relay log's are not), whether events
     /// carry CRC32, whether an emptied group is written (its GTID and a COMMIT), and whether the
     /// GTID events written are reported (a series).
-    AssembleConfig = "AssembleConfig" {
+    AssembleConfig = "AssembleConfig" new(*, renumber, crc, empty_keep, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0) {
         renumber: bool,
         crc: bool,
         empty_keep: bool,
@@ -34,37 +34,6 @@ records! {
         query_post: usize,
         load_post: usize,
         table_map_post: usize,
-    }
-}
-
-#[stub]
-#[pymethods]
-impl AssembleConfig {
-    #[new]
-    #[pyo3(signature = (*, renumber, crc, empty_keep, gtids = false, renames = None, query_post = 0, load_post = 0, table_map_post = 0))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        renumber: bool,
-        crc: bool,
-        empty_keep: bool,
-        gtids: bool,
-        #[gen_stub(override_type(type_repr = "dict[bytes, bytes] | None"))] renames: Option<
-            Py<PyDict>,
-        >,
-        query_post: usize,
-        load_post: usize,
-        table_map_post: usize,
-    ) -> Self {
-        AssembleConfig {
-            renumber,
-            crc,
-            empty_keep,
-            gtids,
-            renames,
-            query_post,
-            load_post,
-            table_map_post,
-        }
     }
 }
 

@@ -1,35 +1,31 @@
 //! What a walk over a UnitList sent (`sent::Sent`), handed to Python: its counters as a
 //! `SendResult`, its bytes as one new bytes object filled without the GIL, its tallies added
-//! into the caller's bytearrays.
+//! into the caller's bytearrays; and `_core.relayed` (send::relayed): what a slave's relay logs
+//! hold of a run of the full stream's units under its skip policies, the send walk in relay
+//! mode, for `simulate --verify`.
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::results::{records, SendResult};
+use super::results::{records, Relayed, SendResult};
+use super::unit_list::PyUnitList;
 use crate::sent::Sent;
 
 /// A walk's outcome as Python reads it (`send`: `out` its bytes; `count`: empty).
 pub(super) fn send_result(out: Py<PyBytes>, s: &Sent) -> SendResult {
-    SendResult {
-        out,
-        next: s.next,
-        kept: s.kept,
-        partial: s.partial,
-        skipped: s.skipped,
-        sent_bytes: s.sent_bytes,
-        sent_events: s.sent_events,
-        read_bytes: s.read_bytes,
-        read_events: s.read_events,
-        heartbeats: s.heartbeats,
-        heartbeat_bytes: s.heartbeat_bytes,
-        skip_units: s.skip_units,
-        skip_events: s.skip_events,
-        skip_bytes: s.skip_bytes,
-        placeholders: s.placeholders,
-        pending_unit: s.pending.map_or(-1i64, |k| k as i64),
-        pending_done: s.pending_done,
+    macro_rules! result {
+        ($($f:ident)*) => {
+            SendResult {
+                out,
+                next: s.next,
+                pending_unit: s.pending.map_or(-1i64, |k| k as i64),
+                pending_done: s.pending_done,
+                $($f: s.$f,)*
+            }
+        };
     }
+    crate::sent::counters!(result!())
 }
 
 /// Adds `counts` to the u32 LE slots of `tally`.
@@ -76,7 +72,7 @@ records! {
     /// the bytes already in the batch, the size at which it is full, whether placeholders in a
     /// row are written as one (`placeholder_runs`) and skipped units in a row as one stretch
     /// (`skip_stretches`): a gRPC slave that asked for them.
-    SendConfig = "SendConfig" {
+    SendConfig = "SendConfig" new(*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false, skip_stretches = false) {
         skip: u8,
         partial_ok: bool,
         server_id: u32,
@@ -88,31 +84,38 @@ records! {
     }
 }
 
+/// What a slave with answers `row` (from `UnitList.rows_many`), keep bytes `keep`
+/// per name id and `stmt_keep` per statement key id relays of units[start..stop] of `units`
+/// under each skip policy of `skips` (`SKIP_*`; `crc`: the events carry checksums), until the
+/// first unit it cannot answer under all of them (see send::relayed): `simulate --verify`'s
+/// expectation of its relay logs.
+#[allow(clippy::too_many_arguments)]
 #[stub]
-#[pymethods]
-impl SendConfig {
-    #[new]
-    #[allow(clippy::too_many_arguments)] // (keyword-only in Python: the one typed value it makes)
-    #[pyo3(signature = (*, skip, partial_ok, server_id, heartbeat_crc, batch_bytes = 0, limit = u64::MAX, placeholder_runs = false, skip_stretches = false))]
-    fn new(
-        skip: u8,
-        partial_ok: bool,
-        server_id: u32,
-        heartbeat_crc: bool,
-        batch_bytes: u64,
-        limit: u64,
-        placeholder_runs: bool,
-        skip_stretches: bool,
-    ) -> Self {
-        SendConfig {
-            skip,
-            partial_ok,
-            server_id,
-            heartbeat_crc,
-            batch_bytes,
-            limit,
-            placeholder_runs,
-            skip_stretches,
-        }
-    }
+#[pyfunction]
+#[pyo3(signature = (units, row, keep, start, stop, skips, crc, stmt_keep = None))]
+pub(super) fn relayed(
+    py: Python<'_>,
+    units: PyRef<'_, PyUnitList>,
+    row: &[u8],
+    keep: &[u8],
+    start: usize,
+    stop: usize,
+    skips: &[u8],
+    crc: bool,
+    stmt_keep: Option<&[u8]>,
+) -> PyResult<Relayed> {
+    let bufs: Vec<&[u8]> = units.bufs.iter().map(|b| b.bytes(py)).collect();
+    let (list, st) = (&units.list, units.stmts.get());
+    let row = &row[..stop.min(row.len())];
+    let answers = (row, keep, stmt_keep);
+    let walks = py.detach(|| crate::send::relayed(list, &bufs, st, answers, start, skips, crc));
+    let data = super::list(py, walks.iter().map(|s| filled_bytes(py, s, &bufs)))?;
+    Ok(Relayed {
+        data,
+        units: walks
+            .iter()
+            .map(|s| s.kept + s.partial + s.skip_units)
+            .collect(),
+        next: walks.first().map_or(start, |s| s.next),
+    })
 }

@@ -10,45 +10,23 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::results::{CountResult, StatementTables, TableBytes};
+use super::results::{records, CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
 use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
 use crate::stmt_units::StmtUnits;
 
-/// One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows_many`), keep
-/// bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
-/// limit not read), the size of a Heartbeat it still owes (0: none), and its keep byte per
-/// statement key id (None: statement units not cut by key).
-#[stub]
-#[pyclass(frozen, get_all, module = "dumpfilter._core", name = "CountJob")]
-pub(super) struct CountJob {
-    row: Py<PyBytes>,
-    keep: Py<PyBytes>,
-    config: Py<SendConfig>,
-    owed: usize,
-    stmt_keep: Option<Py<PyBytes>>,
-}
-
-#[stub]
-#[pymethods]
-impl CountJob {
-    #[new]
-    #[pyo3(signature = (row, keep, config, owed = 0, stmt_keep = None))]
-    fn new(
+records! {
+    /// One stream to count (`UnitList.count_many`): its answers per unit (`UnitList.rows_many`), keep
+    /// bytes per name id, walk configuration (its skip policy and Heartbeats' checksum; batch and
+    /// limit not read), the size of a Heartbeat it still owes (0: none), and its keep byte per
+    /// statement key id (None: statement units not cut by key).
+    CountJob = "CountJob" new(row, keep, config, owed = 0, stmt_keep = None) {
         row: Py<PyBytes>,
         keep: Py<PyBytes>,
         config: Py<SendConfig>,
         owed: usize,
         stmt_keep: Option<Py<PyBytes>>,
-    ) -> Self {
-        CountJob {
-            row,
-            keep,
-            config,
-            owed,
-            stmt_keep,
-        }
     }
 }
 

@@ -56,6 +56,8 @@ impl VisitMut for Bytes {
             "Option<&[u8]>" | "Option<Vec<u8>>" => "bytes | None",
             "Vec<Vec<u8>>" => "list[bytes]",
             "Option<Vec<Vec<u8>>>" => "list[bytes] | None",
+            // (the one dict the core takes: AssembleConfig's replicate-rewrite-db names)
+            "Option<Py<PyDict>>" => "dict[bytes, bytes] | None",
             _ => return,
         };
         arg.attrs
