@@ -34,6 +34,7 @@ pub(crate) mod stubs;
 mod unit_list;
 mod unit_list_counts;
 mod unit_list_reads;
+mod verify_forms;
 
 use flag_words::PyFlagWords;
 use functions::*;
@@ -129,7 +130,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
-    m.add_function(wrap_pyfunction!(sent::relayed, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     sent::add_records(m)?;
     unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;
