@@ -29,6 +29,7 @@ mod scanner;
 mod sent;
 mod split;
 mod sql_text;
+mod stmt_pieces;
 #[cfg(feature = "stubs")]
 pub(crate) mod stubs;
 mod unit_list;
@@ -159,7 +160,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(held_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(unit_list_reads::mysql_gtids_at, m)?)?;
     m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
-    m.add_function(wrap_pyfunction!(unit_list_reads::statement_pieces, m)?)?;
+    m.add_function(wrap_pyfunction!(stmt_pieces::statement_pieces, m)?)?;
     constants!(
         m,
         UNIT_WORDS = UNIT_WORDS,

@@ -1,9 +1,7 @@
 //! What the Python UnitList reads of its units' texts for the streams, beside the list itself
 //! (unit_list.rs): the lone queries every stream's statement flag words answer, what a gated
 //! stream's statement units and annotations need (`rows_many`, `annotations_unshown`), and
-//! the test a gated stream's keys stand on (`reaches_key_alone`), its MySQL GTIDs' runs, and
-//! the keyed statements of its statement units, by unit, for `lint` to answer them key by key
-//! (`statement_pieces`: stmt_units::StmtUnits::statements_into).
+//! the test a gated stream's keys stand on (`reaches_key_alone`), and its MySQL GTIDs' runs.
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyValueError;
@@ -11,9 +9,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::held::Held;
-use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids, StatementPieces};
-use super::unit_list::PyUnitList;
-use super::{packed, text};
+use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids};
+use super::text;
 use crate::gate_reads::GateReads;
 use crate::gtid_runs;
 use crate::sql;
@@ -200,34 +197,4 @@ fn uuid_text(sid: &[u8; 16]) -> String {
         s.push_str(&format!("{b:02x}"));
     }
     s
-}
-
-/// The keyed statements of `units[:n]` (after `UnitList.statement_units`): a unit that is not
-/// a statement unit by keys has none.
-#[stub]
-#[pyfunction]
-pub(super) fn statement_pieces(
-    py: Python<'_>,
-    units: PyRef<'_, PyUnitList>,
-    n: usize,
-) -> PyResult<StatementPieces> {
-    let Some(st) = units.stmts.get() else {
-        return Err(PyValueError::new_err(
-            "statement_pieces: the list's statement_units were not read",
-        ));
-    };
-    let n = n.min(units.list.units.len());
-    let (mut bounds, mut keys, mut queries) = (Vec::with_capacity(n + 1), Vec::new(), Vec::new());
-    bounds.push(0u32);
-    for (k, u) in units.list.units[..n].iter().enumerate() {
-        if let Some(buf) = units.bufs.get(u.part as usize) {
-            st.statements_into(k, buf.bytes(py), &mut keys, &mut queries);
-        }
-        bounds.push(keys.len() as u32);
-    }
-    Ok(StatementPieces {
-        bounds: packed(py, &bounds, u32::to_le_bytes)?.unbind(),
-        keys: packed(py, &keys, u32::to_le_bytes)?.unbind(),
-        queries: packed(py, &queries, u64::to_le_bytes)?.unbind(),
-    })
 }
