@@ -107,7 +107,7 @@ class TailingReader:
     def stop(self) -> None:
         self._stopped = True
 
-    def _next_file(self, current: str) -> str | None:
+    def next_file(self, current: str) -> str | None:
         return self.files().next_after(self.directory, current)
 
     def __iter__(self) -> Iterator[tuple[str, Event]]:
@@ -127,7 +127,7 @@ class TailingReader:
             self.sleep(self.poll_interval)
         return True
 
-    def _open_at(self, f: BinaryIO, path: Path, start: int) -> EventSplitter:
+    def open_at(self, f: BinaryIO, path: Path, start: int) -> EventSplitter:
         """A splitter positioned at `start`. Starting mid-file, the FDE at offset 4 is read first
         so that later events are decoded with their file's format."""
         if start <= 4:
@@ -148,7 +148,7 @@ class TailingReader:
             size = os.fstat(f.fileno()).st_size
             if start > size:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
-            splitter = self._open_at(f, path, start)
+            splitter = self.open_at(f, path, start)
             rotated_to: str | None = None
             while not self._stopped:
                 data = f.read(CHUNK)
@@ -165,7 +165,7 @@ class TailingReader:
                 # At the end of what has been written so far.
                 if rotated_to:
                     return rotated_to
-                newer = self._next_file(name)
+                newer = self.next_file(name)
                 if newer is not None and splitter.pending == 0:
                     return newer  # a Stop event, or a crash, ended this file without a Rotate
                 if not self.follow:

@@ -51,6 +51,8 @@ ER_SERVER_SHUTDOWN = 1053
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 NO_HEARTBEAT = 3600.0      # the replica asked for no heartbeats: one an hour keeps the stream honest
 IGNORED_BYTES = 1 << 20    # what a dumping client may send (and have dropped) before it is disconnected
+# An ERR packet carries the SQLSTATE MySQL's error list pairs with its code (HY000 for the others here).
+SQLSTATES = {ER_CON_COUNT_ERROR: "08004", ER_ACCESS_DENIED_ERROR: "28000", ER_SERVER_SHUTDOWN: "08S01"}
 
 
 class Dumping:
@@ -189,7 +191,7 @@ class Dumping:
                 batch = next(batches)
         except StopIteration:
             if self.service.shutting_down:
-                self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress")
+                self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress", SQLSTATES[ER_SERVER_SHUTDOWN])
                 self.why_warns = False  # the operator stopped the master: not a problem of the dump
             elif not self.why:
                 self.why = "the client closed it during its dump"
@@ -200,7 +202,7 @@ class Dumping:
             self.why_warns = True
         except DumpFilterError as exc:
             code, sqlstate = code_for(exc)
-            self._try_error(code, str(exc))
+            self._try_error(code, str(exc), sqlstate)
             if code == ER_SERVER_SHUTDOWN:
                 self.why_warns = False
         finally:
@@ -259,15 +261,12 @@ def code_for(exc: BaseException) -> tuple[int, str]:
     """MySQL error codes for the service's exceptions: the class's own `mysql_errno` when the error
     hierarchy names one (1236 for positions, 1045 for access), else the nearest server error."""
     errno = exc.mysql_errno if isinstance(exc, DumpFilterError) else None
-    if errno == ER_ACCESS_DENIED_ERROR:
-        return errno, "28000"
-    if errno is not None:
-        return errno, "HY000"
-    if isinstance(exc, ResourceExhaustedError):
-        return ER_CON_COUNT_ERROR, "08004"
-    if isinstance(exc, ShuttingDownError):
-        return ER_SERVER_SHUTDOWN, "08S01"
-    # A corrupt binlog, rules that do not compile, anything else the dump cannot get past: the
-    # replica's IO thread stops on 1236 with the message, as on a server's unreadable binlog.
-    return ER_MASTER_FATAL_ERROR_READING_BINLOG, "HY000"
-
+    if errno is None and isinstance(exc, ResourceExhaustedError):
+        errno = ER_CON_COUNT_ERROR
+    elif errno is None and isinstance(exc, ShuttingDownError):
+        errno = ER_SERVER_SHUTDOWN
+    elif errno is None:
+        # A corrupt binlog, rules that do not compile, anything else the dump cannot get past: the
+        # replica's IO thread stops on 1236 with the message, as on a server's unreadable binlog.
+        errno = ER_MASTER_FATAL_ERROR_READING_BINLOG
+    return errno, SQLSTATES.get(errno, "HY000")

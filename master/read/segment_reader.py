@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Generator
-from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 from dumpfilter import _core
-from dumpfilter.codec import EventSplitter, Transaction, bad_magic
+from dumpfilter.codec import Transaction, bad_magic
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
@@ -57,14 +56,6 @@ class _Opener(TailingReader):
 
     def files(self) -> Listing:
         return self._names()
-
-    def open_at(self, f: BinaryIO, path: Path, start: int) -> EventSplitter:
-        """The file's splitter at `start`, the start position checked (TailingReader's own)."""
-        return self._open_at(f, path, start)
-
-    def next_file(self, name: str) -> str | None:
-        """The file after `name` in the listing, as TailingReader moves on to it."""
-        return self._next_file(name)
 
 
 class SegmentReader:

@@ -35,7 +35,7 @@ def test_a_file_finished_between_the_readers_two_looks_is_read_whole(tmp_path, m
     path.write_bytes(whole[:cut])
     if mapped:
         monkeypatch.setattr(windows.Window, "MAP_MIN", 0)
-    real = segment_reader._Opener._next_file
+    real = segment_reader._Opener.next_file
     finished = []
 
     def next_file(self, current):
@@ -44,7 +44,7 @@ def test_a_file_finished_between_the_readers_two_looks_is_read_whole(tmp_path, m
             finished.append(True)
         return real(self, current)
 
-    monkeypatch.setattr(segment_reader._Opener, "_next_file", next_file)
+    monkeypatch.setattr(segment_reader._Opener, "next_file", next_file)
     got = _units(tmp_path, first)
     assert finished
     assert got == want
