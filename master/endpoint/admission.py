@@ -20,7 +20,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from dumpfilter.errors import InvalidArgumentError, ResourceExhaustedError
-from dumpfilter.master.protocol.packets import MAX_COMMAND_BYTES
+from dumpfilter.master.protocol.packets import ER_CON_COUNT_ERROR, ER_TOO_MANY_USER_CONNECTIONS, MAX_COMMAND_BYTES
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.shares import SESSIONS, InFlight, Shares
 
@@ -56,7 +56,6 @@ class EndpointLimits:
                                        "(MySQL's smallest max_allowed_packet)")
 
 
-ER_CON_COUNT_ERROR, ER_TOO_MANY_USER_CONNECTIONS = 1040, 1203
 
 
 class Refused(Exception):

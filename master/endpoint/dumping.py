@@ -33,7 +33,7 @@ from dumpfilter.master.protocol.commands import (
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     USE_HEARTBEAT_EVENT_V2,
 )
-from dumpfilter.master.protocol.packets import ConnectionClosed, eof_packet
+from dumpfilter.master.protocol.packets import ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ConnectionClosed, eof_packet
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.renamer import renames, replica_names
 
@@ -45,14 +45,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("dumpfilter.master.mysql")
 
-ER_CON_COUNT_ERROR = 1040
-ER_ACCESS_DENIED_ERROR = 1045
-ER_SERVER_SHUTDOWN = 1053
 ER_MASTER_FATAL_ERROR_READING_BINLOG = 1236
 NO_HEARTBEAT = 3600.0      # the replica asked for no heartbeats: one an hour keeps the stream honest
 IGNORED_BYTES = 1 << 20    # what a dumping client may send (and have dropped) before it is disconnected
-# An ERR packet carries the SQLSTATE MySQL's error list pairs with its code (HY000 for the others here).
-SQLSTATES = {ER_CON_COUNT_ERROR: "08004", ER_ACCESS_DENIED_ERROR: "28000", ER_SERVER_SHUTDOWN: "08S01"}
 
 
 class Dumping:
@@ -77,8 +72,8 @@ class Dumping:
     closed: bool
 
     if TYPE_CHECKING:  # the connection's own (server._Connection)
-        def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None: ...
-        def _try_error(self, code: int, message: str, sqlstate: str = "HY000") -> None: ...
+        def _error(self, code: int, message: str) -> None: ...
+        def _try_error(self, code: int, message: str) -> None: ...
         def _registration(self, server_id: int, host: str) -> None: ...
 
     def _session(self) -> Session:
@@ -113,8 +108,7 @@ class Dumping:
             elif server_id not in self.registered:
                 self._registration(server_id, self.peer.rpartition(":")[0])
         except DumpFilterError as exc:
-            code, sqlstate = code_for(exc)
-            self._error(code, str(exc), sqlstate)
+            self._error(code_for(exc), str(exc))
             return
         mine = self.service.slaves.get(server_id)
         try:
@@ -150,8 +144,7 @@ class Dumping:
         except StopIteration:
             return
         except (DumpFilterError, OSError) as exc:
-            code, sqlstate = code_for(exc)
-            self._error(code, str(exc) if not isinstance(exc, OSError) else f"cannot read the binlog: {exc}", sqlstate)
+            self._error(code_for(exc), str(exc) if not isinstance(exc, OSError) else f"cannot read the binlog: {exc}")
             return
         log.info("mysql replica server_id %s: dump from %s:%s%s", server_id, file, start[1] if start else 4,
                  f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
@@ -191,7 +184,7 @@ class Dumping:
                 batch = next(batches)
         except StopIteration:
             if self.service.shutting_down:
-                self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress", SQLSTATES[ER_SERVER_SHUTDOWN])
+                self._try_error(ER_SERVER_SHUTDOWN, "Server shutdown in progress")
                 self.why_warns = False  # the operator stopped the master: not a problem of the dump
             elif not self.why:
                 self.why = "the client closed it during its dump"
@@ -201,8 +194,8 @@ class Dumping:
             self.why = f"its dump was replaced by a newer connection with server_id {server_id}"
             self.why_warns = True
         except DumpFilterError as exc:
-            code, sqlstate = code_for(exc)
-            self._try_error(code, str(exc), sqlstate)
+            code = code_for(exc)
+            self._try_error(code, str(exc))
             if code == ER_SERVER_SHUTDOWN:
                 self.why_warns = False
         finally:
@@ -257,7 +250,7 @@ class Dumping:
         return True
 
 
-def code_for(exc: BaseException) -> tuple[int, str]:
+def code_for(exc: BaseException) -> int:
     """MySQL error codes for the service's exceptions: the class's own `mysql_errno` when the error
     hierarchy names one (1236 for positions, 1045 for access), else the nearest server error."""
     errno = exc.mysql_errno if isinstance(exc, DumpFilterError) else None
@@ -269,4 +262,4 @@ def code_for(exc: BaseException) -> tuple[int, str]:
         # A corrupt binlog, rules that do not compile, anything else the dump cannot get past: the
         # replica's IO thread stops on 1236 with the message, as on a server's unreadable binlog.
         errno = ER_MASTER_FATAL_ERROR_READING_BINLOG
-    return errno, SQLSTATES.get(errno, "HY000")
+    return errno

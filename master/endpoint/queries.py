@@ -19,16 +19,13 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from dumpfilter import _core
+from dumpfilter.master.protocol.packets import ER_NET_PACKET_TOO_LARGE, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_TOO_LONG_IDENT
 from dumpfilter.master.protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
 from dumpfilter.rules.wildcards import like_to_regex
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
-ER_NOT_SUPPORTED_YET = 1235
-ER_PARSE_ERROR = 1064
 ER_OUT_OF_RESOURCES = 1041
-ER_TOO_LONG_IDENT = 1059
 ER_TOO_MANY_FIELDS = 1117
-ER_NET_PACKET_TOO_LARGE = 1153
 NAME_LEN = 64                 # MySQL's longest identifier (and user variable name)
 SESSION_BYTES = 256 << 10     # the variables one session may hold (a replica sets a few hundred bytes)
 # A SELECT's columns (MySQL's limit of a table's, MAX_FIELDS) and the bytes of its one row's
@@ -40,9 +37,9 @@ RESULT_BYTES = 1 << 20        # when the endpoint sets no max_allowed_packet (Se
 
 
 class QueryError(Exception):
-    def __init__(self, code: int, message: str, sqlstate: str = "HY000"):
+    def __init__(self, code: int, message: str):
         super().__init__(message)
-        self.code, self.message, self.sqlstate = code, message, sqlstate
+        self.code, self.message = code, message
 
 
 @dataclass
@@ -135,7 +132,7 @@ class Session:
             return [ok_packet()]
         shown = text if len(text) <= 200 else text[:200] + "..."
         raise QueryError(ER_NOT_SUPPORTED_YET, "This version of MySQL doesn't yet support this statement: dumpfilter's "
-                         f"replication endpoint answers only what a replica asks when it connects ({shown!r})", "42000")
+                         f"replication endpoint answers only what a replica asks when it connects ({shown!r})")
 
     def _value(self, token: str) -> str | None:
         upper = token.upper()
@@ -156,7 +153,7 @@ class Session:
         while at < len(rest):
             item = _SET_ITEM.match(rest, at)
             if item is None or item.end() == at:
-                raise QueryError(ER_PARSE_ERROR, f"You have an error in your SQL syntax near {rest[at:at + 60]!r}", "42000")
+                raise QueryError(ER_PARSE_ERROR, f"You have an error in your SQL syntax near {rest[at:at + 60]!r}")
             if item.group("names"):
                 at = item.end()
                 if at < len(rest) and rest[at] == ",":
@@ -164,8 +161,7 @@ class Session:
                 continue
             value = _VALUE.match(rest, item.end())
             if value is None:
-                raise QueryError(ER_PARSE_ERROR, f"You have an error in your SQL syntax near {rest[item.end():item.end() + 60]!r}",
-                                 "42000")
+                raise QueryError(ER_PARSE_ERROR, f"You have an error in your SQL syntax near {rest[item.end():item.end() + 60]!r}")
             parsed = self._value(value.group("value"))
             if item.group("user"):
                 self._remember(self.user_vars, _user_var_name(item.group("user")).lower(), parsed)
@@ -178,11 +174,11 @@ class Session:
         """Keep a variable, within NAME_LEN and the session's SESSION_BYTES: a client cannot
         make the master hold more for it than a replica ever sets."""
         if len(name) > NAME_LEN:
-            raise QueryError(ER_TOO_LONG_IDENT, f"Identifier name '{name[:NAME_LEN]}...' is too long", "42000")
+            raise QueryError(ER_TOO_LONG_IDENT, f"Identifier name '{name[:NAME_LEN]}...' is too long")
         held = self._held - (_size(name, store[name]) if name in store else 0) + _size(name, value)
         if held > SESSION_BYTES:
             raise QueryError(ER_OUT_OF_RESOURCES, f"Out of resources: a session of dumpfilter's replication endpoint "
-                             f"holds at most {SESSION_BYTES} bytes of variables", "HY000")
+                             f"holds at most {SESSION_BYTES} bytes of variables")
         store[name] = value
         self._held = held
 
@@ -213,9 +209,9 @@ class Session:
             size += len(str(value)) if value is not None else 0  # (names: the query's own text)
             if size > limit:
                 raise QueryError(ER_NET_PACKET_TOO_LARGE, f"Result of SELECT was larger than max_allowed_packet "
-                                 f"({limit} bytes)", "HY000")
+                                 f"({limit} bytes)")
         if not columns:
-            raise QueryError(ER_PARSE_ERROR, "You have an error in your SQL syntax: SELECT without expressions", "42000")
+            raise QueryError(ER_PARSE_ERROR, "You have an error in your SQL syntax: SELECT without expressions")
         return text_result_set(columns, [row])
 
     def _expression(self, expr: str) -> tuple[str | int | None, int]:
@@ -242,7 +238,7 @@ class Session:
         if gtid:
             return self.facts.gtid_at(gtid.group(1), int(gtid.group(2))), TYPE_VAR_STRING
         raise QueryError(ER_NOT_SUPPORTED_YET, f"This version of MySQL doesn't yet support SELECT {expr[:100]!r} on "
-                         "dumpfilter's replication endpoint", "42000")
+                         "dumpfilter's replication endpoint")
 
     def _show(self, rest: str) -> list[bytes]:
         if re.fullmatch(r"(?:BINARY|MASTER)\s+LOGS", rest, re.I):
@@ -256,7 +252,7 @@ class Session:
                              re.I)
         if not match:
             raise QueryError(ER_NOT_SUPPORTED_YET, f"This version of MySQL doesn't yet support SHOW {rest[:100]!r} on "
-                             "dumpfilter's replication endpoint", "42000")
+                             "dumpfilter's replication endpoint")
         pattern = match.group(3)
         if match.group(2).upper() == "STATUS":   # the session's TLS (Ssl_cipher, Ssl_version), as MySQL shows it
             values = dict(self.status)
@@ -344,7 +340,7 @@ def _split_top(text: str, limit: int) -> list[str]:
             start = i + 1
             if len(items) >= limit:
                 raise QueryError(ER_TOO_MANY_FIELDS, f"Too many columns: a SELECT of dumpfilter's replication "
-                                 f"endpoint has at most {limit}", "HY000")
+                                 f"endpoint has at most {limit}")
     tail = text[start:].strip()
     if tail:
         items.append(tail)

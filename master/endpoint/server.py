@@ -47,9 +47,14 @@ from dumpfilter.master.endpoint.handshake import (
     new_scramble,
     parse_handshake_response,
 )
-from dumpfilter.master.endpoint.dumping import ER_ACCESS_DENIED_ERROR, ER_CON_COUNT_ERROR, Dumping, code_for
+from dumpfilter.master.endpoint.dumping import Dumping, code_for
 from dumpfilter.master.endpoint.row_metadata import binlog_row_metadata
 from dumpfilter.master.protocol.packets import (
+    ER_ACCESS_DENIED_ERROR,
+    ER_CON_COUNT_ERROR,
+    ER_HANDSHAKE_ERROR,
+    ER_NET_PACKET_TOO_LARGE,
+    ER_UNKNOWN_COM_ERROR,
     ConnectionClosed,
     PacketStream,
     PacketTooLarge,
@@ -68,10 +73,7 @@ from dumpfilter.master.service import DumpService
 log = logging.getLogger("dumpfilter.master.mysql")
 
 COM_QUIT, COM_INIT_DB, COM_QUERY, COM_PING = 0x01, 0x02, 0x03, 0x0E
-ER_HANDSHAKE_ERROR = 1043
-ER_UNKNOWN_COM_ERROR = 1047
 ER_UNKNOWN_ERROR = 1105
-ER_NET_PACKET_TOO_LARGE = 1153
 ER_MALFORMED_PACKET = 1835
 ER_CLIENT_INTERACTION_TIMEOUT = 4031  # MySQL 8.0.24+: sent before closing a session idle past wait_timeout
 HANDSHAKE_BYTES = 64 << 10            # a handshake response is a few hundred bytes
@@ -221,7 +223,7 @@ class _Connection(Dumping):
                 evicted = endpoint.admission.enter_handshake(self.host, self.close)
             except Refused as exc:
                 endpoint.problems.warning("mysql connection from %s refused: %s", self.peer, exc)
-                self._error(ER_CON_COUNT_ERROR, str(exc), "08004")
+                self._error(ER_CON_COUNT_ERROR, str(exc))
                 return
             if evicted is not None:  # its address's cap (--mysql-max-handshakes-per-host), or the one in all
                 endpoint.problems.warning("mysql connection from %s: the handshake cap was full: the oldest from %s was "
@@ -239,7 +241,7 @@ class _Connection(Dumping):
                     endpoint.problems.warning("mysql connection %s from %s (user %s) refused: %s "
                                               "(--mysql-max-connections %d)", self.id, self.peer, shown_user(self.user),
                                               exc, endpoint.limits.max_connections)
-                    self._error(exc.errno, str(exc), "08004" if exc.errno == ER_CON_COUNT_ERROR else "42000")
+                    self._error(exc.errno, str(exc))
                     return
                 self.stream.write(ok_packet())
                 log.info("mysql connection %s from %s: user %r authenticated (%s%s)", self.id, self.peer, self.user,
@@ -261,7 +263,7 @@ class _Connection(Dumping):
                 say("mysql connection %s from %s (user %s) ended: %s", self.id, self.peer, shown_user(self.user),
                     self.why or "the client closed it")
 
-    def _error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
+    def _error(self, code: int, message: str) -> None:
         self.endpoint.errors_sent += 1
         # The message may quote what the client sent (a binlog file name, a GTID state): in the
         # master's log its control characters are escaped, so a client cannot forge a line.
@@ -269,11 +271,11 @@ class _Connection(Dumping):
         self.why_warns = True
         log.info("mysql connection %s from %s (user %s): error %s: %s", self.id, self.peer, shown_user(self.user), code,
                  printable(message, 500))
-        self.stream.write(err_packet(code, message, sqlstate))
+        self.stream.write(err_packet(code, message))
 
-    def _try_error(self, code: int, message: str, sqlstate: str = "HY000") -> None:
+    def _try_error(self, code: int, message: str) -> None:
         with suppress(ConnectionClosed):
-            self._error(code, message, sqlstate)
+            self._error(code, message)
 
     def _connect(self) -> bool:
         """The handshake, all of it within connect_timeout (MySQL's: a socket that has not
@@ -314,12 +316,12 @@ class _Connection(Dumping):
             if not self.closed:  # not made room for a newcomer (admission)
                 endpoint.problems.warning("mysql connection %s from %s: no handshake within connect_timeout (%gs): "
                                           "closed", self.id, self.peer, endpoint.limits.connect_timeout)
-                self._try_error(ER_HANDSHAKE_ERROR, "Bad handshake: not completed within connect_timeout", "08S01")
+                self._try_error(ER_HANDSHAKE_ERROR, "Bad handshake: not completed within connect_timeout")
             return False
         except ProtocolError as exc:
             endpoint.problems.warning("mysql connection %s from %s: bad handshake: %s", self.id, self.peer,
                                       printable(str(exc), 500))
-            self._try_error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}", "08S01")
+            self._try_error(ER_HANDSHAKE_ERROR, f"Bad handshake: {exc}")
             return False
         self.auth_path = f"{outcome.plugin}/{outcome.path}"
         identity, reason = self._identity(response.user, outcome.ok)
@@ -328,7 +330,7 @@ class _Connection(Dumping):
             endpoint.failed_logins.warning("mysql login failed: user %s from %s: %s", shown_user(response.user),
                                            self.peer, reason)
             self._error(ER_ACCESS_DENIED_ERROR, f"Access denied for user '{response.user[:64]}'@'{self.host}' "
-                        f"(using password: {'YES' if outcome.password_used else 'NO'})", "28000")
+                        f"(using password: {'YES' if outcome.password_used else 'NO'})")
             return False
         self.identity = identity
         return True
@@ -398,9 +400,9 @@ class _Connection(Dumping):
                 else:
                     name = _COMMANDS.get(command, f"command 0x{command:02x}")
                     self._error(ER_UNKNOWN_COM_ERROR, f"Unknown command: dumpfilter's replication endpoint does not "
-                                f"support {name}", "08S01")
+                                f"support {name}")
             except ProtocolError as exc:
-                self._error(ER_MALFORMED_PACKET, f"Malformed communication packet: {exc}", "HY000")
+                self._error(ER_MALFORMED_PACKET, f"Malformed communication packet: {exc}")
 
     def _read_command(self) -> bytes | None:
         """The next command, or None when the session must end: idle past wait_timeout (a dump
@@ -422,7 +424,7 @@ class _Connection(Dumping):
                                            "(--mysql-max-packet): closed", self.id, self.peer, shown_user(self.user),
                                            limits.max_packet)
             self._try_error(ER_NET_PACKET_TOO_LARGE, "Got a packet bigger than 'max_allowed_packet' bytes "
-                            f"({limits.max_packet})", "08S01")
+                            f"({limits.max_packet})")
             self._linger()
             return None
         except ProtocolError as exc:
@@ -439,7 +441,7 @@ class _Connection(Dumping):
         try:
             packets = self._session().answer(sql)
         except QueryError as exc:
-            self._error(exc.code, exc.message, exc.sqlstate)
+            self._error(exc.code, exc.message)
             return
         self.stream.write(*packets)
 
@@ -448,8 +450,7 @@ class _Connection(Dumping):
         try:
             self._registration(reg.server_id, reg.host or self.peer.rpartition(":")[0])
         except DumpFilterError as exc:
-            code, sqlstate = code_for(exc)
-            self._error(code, str(exc), sqlstate)
+            self._error(code_for(exc), str(exc))
             return
         self.reported.add(reg.server_id)
         self.stream.write(ok_packet())

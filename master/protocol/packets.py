@@ -138,10 +138,21 @@ def eof_packet(status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> byt
     return b"\xfe" + struct.pack("<HH", warnings, status)
 
 
-def err_packet(code: int, message: str, sqlstate: str = "HY000") -> bytes:
+# The endpoint's MySQL error codes whose SQLSTATE is not HY000, each with the one MySQL's error list
+# (errmsg-utf8.txt) pairs with it: a client reads the class of an error from it (08: the connection).
+ER_CON_COUNT_ERROR, ER_HANDSHAKE_ERROR, ER_ACCESS_DENIED_ERROR, ER_UNKNOWN_COM_ERROR = 1040, 1043, 1045, 1047
+ER_SERVER_SHUTDOWN, ER_TOO_LONG_IDENT, ER_PARSE_ERROR, ER_NET_PACKET_TOO_LARGE = 1053, 1059, 1064, 1153
+ER_TOO_MANY_USER_CONNECTIONS, ER_NOT_SUPPORTED_YET = 1203, 1235
+SQLSTATES = {ER_CON_COUNT_ERROR: "08004", ER_HANDSHAKE_ERROR: "08S01", ER_ACCESS_DENIED_ERROR: "28000",
+             ER_UNKNOWN_COM_ERROR: "08S01", ER_SERVER_SHUTDOWN: "08S01", ER_TOO_LONG_IDENT: "42000",
+             ER_PARSE_ERROR: "42000", ER_NET_PACKET_TOO_LARGE: "08S01", ER_TOO_MANY_USER_CONNECTIONS: "42000",
+             ER_NOT_SUPPORTED_YET: "42000"}
+
+
+def err_packet(code: int, message: str) -> bytes:
     # Protocol 4.1: 0xff, error code, '#', 5-character SQLSTATE, message (no terminator).
     text = message.encode("utf-8", "replace")[:2000]
-    return b"\xff" + struct.pack("<H", code) + b"#" + sqlstate.encode("ascii")[:5].ljust(5, b"0") + text
+    return b"\xff" + struct.pack("<H", code) + b"#" + SQLSTATES.get(code, "HY000").encode("ascii") + text
 
 
 def column_definition(name: str, column_type: int = TYPE_VAR_STRING, length: int = 255) -> bytes:
