@@ -319,7 +319,9 @@ class _Read(_Source):
             size = max(0, min(size, self.end - pos - len(rest)))
         data = self.stream.read(size) if size else b""
         self.buf, self.at = (rest + data if rest else data), pos
-        eof = len(data) < size or size == 0
+        # At the end when the stream ended or the chunk's end is reached; not when what the last
+        # scan left already fills `want` (a unit longer than a buffer, then a scan that stopped)
+        eof = len(data) < size or (self.end is not None and pos + len(self.buf) >= self.end)
         return self.buf, eof
 
 
