@@ -30,6 +30,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dumpfilter.binlogs.series import FILE_FRAMING_TYPES
 from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
 from dumpfilter.errors import BinlogError, RuleError
@@ -49,10 +50,7 @@ ALL = "*"  # the routing key of events every output gets (INCIDENT)
 DEFAULT_UNASSIGNED = "unassigned"
 
 # Events the output writer generates itself for each file, and events that never sit in a file.
-_NOT_ROUTED = frozenset({
-    EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS,
-    EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
-})
+_NOT_ROUTED = FILE_FRAMING_TYPES | {EventType.HEARTBEAT, EventType.HEARTBEAT_V2}
 # Statements that change the definition of a table-level object: they go with that object's schema.
 _DDL_KINDS = TABLE_DDL_KINDS | {Kind.TABLE_MAINTENANCE}
 _NAME = re.compile(r"^[A-Za-z0-9_$][A-Za-z0-9_$.-]*$")
