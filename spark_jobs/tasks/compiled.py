@@ -15,7 +15,6 @@ final: the series writer renumbers them), so the outputs are the same files.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
@@ -284,9 +283,3 @@ class _ChunkWalk:
         if keeps.by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.query.sql) for e in events):
             keeps.clear()  # the schema model took DDL: the answers are asked again
         return at + 1
-
-
-def ordinals(ordinal: int, count: int) -> array[int]:
-    """`count` units' ordinals in a segment index: a run from the core holds no incident (a
-    control unit always stops it), so its units may share the ordinal of its first."""
-    return array("q", [ordinal]) * count
