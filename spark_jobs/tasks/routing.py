@@ -195,9 +195,6 @@ class _SchemaDecider(Decider):
         self._in = Decision(True, f"in schema {schema}")
         self._out = Decision(False, f"not in schema {schema}")
 
-    def table_kept(self, db: str, table: str) -> bool:
-        return db == self.schema
-
     def decide_table(self, db: str, table: str) -> Decision:
         return self._in if db == self.schema else self._out
 
