@@ -25,7 +25,6 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeVar
 
@@ -37,8 +36,6 @@ if TYPE_CHECKING:  # pyspark: on the driver and in its workers only
 # installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
 # the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE  # noqa: E402
-from dumpfilter.codec import Event  # noqa: E402
-from dumpfilter.codec.format_description import FormatDescription  # noqa: E402
 from dumpfilter.rules.options import add_schema_option, schema_from_args  # noqa: E402
 from dumpfilter.rules.ruleset import Settings  # noqa: E402
 from dumpfilter.spark_jobs.tasks.chunks import (  # noqa: E402
@@ -50,24 +47,6 @@ from dumpfilter.spark_jobs.tasks.routing import (  # noqa: E402
     DEFAULT_UNASSIGNED, ChunkStart, Router, SplitConfig, chunk_starts, config_from_maps,
 )
 from dumpfilter.spark_jobs.tasks.segments import ChunkSegments, JoinTask, join_output, join_tasks, write_chunk_segments  # noqa: E402
-
-
-
-@dataclass(frozen=True)
-class _Header:
-    """SourceHeader as bytes, for shipping to workers."""
-
-    fde: bytes
-    start_state: bytes | None
-
-    @classmethod
-    def of(cls, header: SourceHeader) -> _Header:
-        return cls(header.fde.raw, header.start_state.raw if header.start_state is not None else None)
-
-    def load(self) -> SourceHeader:
-        fmt = FormatDescription.parse(self.fde)
-        state = Event(self.start_state, 0, fmt) if self.start_state is not None else None
-        return SourceHeader(Event(self.fde, 4, fmt), state)
 
 
 _Item = TypeVar("_Item")
@@ -115,14 +94,12 @@ def join_outputs(sc: SparkContext, plans: list[JoinTask], seg_dir: Path, out: Pa
     under `out`."""
     if not plans:
         return []
-    shipped = _Header.of(header)
     segments, out_dir = str(seg_dir), str(out)
 
     def join(parts: Iterable[list[JoinTask]]) -> Iterator[OutputSummary]:
-        loaded = shipped.load()
         for part in parts:
             for plan in part:
-                yield join_output(plan, segments, out_dir, loaded, max_size)
+                yield join_output(plan, segments, out_dir, header, max_size)
 
     groups = balanced_groups(plans, [p.bytes for p in plans], sc.defaultParallelism)
     summaries = sc.parallelize(groups, len(groups)).mapPartitions(join).collect()

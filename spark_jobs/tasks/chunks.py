@@ -254,7 +254,7 @@ Buffer = bytes | memoryview
 def _open_chunk(stream: BinaryIO, chunk: Chunk, scanner: Scanner) -> tuple[FormatDescription | None, int, _Source]:
     """`chunk_start`, and the source of the chunk's buffers."""
     fmt, pos = chunk_start(stream, chunk, scanner)
-    source = _Mapped(stream, chunk.end) if isinstance(stream, io.BufferedReader) else _Read(stream, chunk.end)
+    source = _Mapped(stream, chunk.end) if isinstance(stream, io.BufferedReader) else ReadForward(stream, chunk.end)
     return fmt, pos, source
 
 
@@ -305,21 +305,24 @@ class _Mapped(_Source):
         return self.view[pos:stop], stop >= self.end
 
 
-class _Read(_Source):
-    """A compressed stream, read forward: what the last scan left is joined to the next read."""
+class ReadForward(_Source):
+    """A stream read forward, in bytes (a compressed one; and split's, whose walks take bytes): what
+    the last scan left is joined to the next read."""
 
     def __init__(self, stream: BinaryIO, end: int | None):
         self.stream, self.end = stream, end
         self.buf, self.at = b"", 0  # self.buf holds the stream's bytes from offset self.at
 
-    def take(self, pos: int, want: int) -> tuple[Buffer, bool]:
+    def take(self, pos: int, want: int) -> tuple[bytes, bool]:
         rest = self.buf[pos - self.at:] if self.buf else b""
         size = max(0, want - len(rest))
         if self.end is not None:
             size = max(0, min(size, self.end - pos - len(rest)))
         data = self.stream.read(size) if size else b""
         self.buf, self.at = (rest + data if rest else data), pos
-        eof = len(data) < size or size == 0
+        # At the end when the stream ended or the chunk's end is reached; not when what the last
+        # scan left already fills `want` (a unit longer than a buffer, then a scan that stopped)
+        eof = len(data) < size or (self.end is not None and pos + len(self.buf) >= self.end)
         return self.buf, eof
 
 

@@ -15,8 +15,6 @@ final: the series writer renumbers them), so the outputs are the same files.
 
 from __future__ import annotations
 
-import io
-from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 
@@ -33,7 +31,7 @@ from dumpfilter.errors import BinlogError, MalformedEventError
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.schema import is_schema_statement
-from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_start
+from dumpfilter.spark_jobs.tasks.chunks import Chunk, ReadForward, chunk_start
 from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_binlog_name
 
 if TYPE_CHECKING:
@@ -206,35 +204,24 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
     keeps.restart()
     fmt, base = chunk_start(stream, chunk, scanner)
     stream.seek(base)
-    end = chunk.end
-    rereads = isinstance(stream, io.BufferedReader)  # a plain file: read again from where the scan stopped
-    buf = b""
+    source = ReadForward(stream, chunk.end)  # bytes, as the core's walks take them (not a mapping's views)
     want = READ_BYTES
     walk = _ChunkWalk(scanner, router, keeps, deliver, fmt, name)
     driver = Driver(keeps)
     while True:
-        size = want if end is None else min(want, end - base - (0 if rereads else len(buf)))
-        if rereads:
-            stream.seek(base)
-            buf = stream.read(size) if size > 0 else b""
-            eof = len(buf) < want or (end is not None and base + len(buf) >= end)
-        else:
-            more = stream.read(size) if size > 0 else b""
-            eof = not more or (end is not None and base + len(buf) + len(more) >= end)
-            buf = buf + more if buf else more
+        buf, eof = source.take(base, want)
         scan = scanner.units(buf, 0, base, at_eof=eof)
         walk.begin(buf, base, scan.units)
         driver.drive(walk, len(scan.units))
         walk.ordinal += len(scan.units)
         if scan.error is not None:
             raise scan.error
-        buf, base = buf[scan.stop :], base + scan.stop
         if eof:
-            break
+            if scan.stop < len(buf):
+                raise truncated(buf[scan.stop :], name, base + scan.stop)
+            return walk.ordinal
+        base += scan.stop
         want = READ_BYTES if scan.stop else want * 2  # a unit longer than the buffer: read more at once
-    if buf:
-        raise truncated(buf, name, base)
-    return walk.ordinal
 
 
 class _Ran(NamedTuple):
@@ -296,9 +283,3 @@ class _ChunkWalk:
         if keeps.by_maps and any(e.type_code in QUERY_EVENT_TYPES and is_schema_statement(e.query.sql) for e in events):
             keeps.clear()  # the schema model took DDL: the answers are asked again
         return at + 1
-
-
-def ordinals(ordinal: int, count: int) -> array[int]:
-    """`count` units' ordinals in a segment index: a run from the core holds no incident (a
-    control unit always stops it), so its units may share the ordinal of its first."""
-    return array("q", [ordinal]) * count

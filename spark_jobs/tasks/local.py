@@ -7,10 +7,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dumpfilter.codec import Event
 from dumpfilter.spark_jobs.tasks.chunks import input_files, schema_statements, source_header
 from dumpfilter.spark_jobs.tasks.chunks import plan_chunks
-from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
+from dumpfilter.spark_jobs.tasks.compiled import OutputKeeps, route_chunk
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE
 from dumpfilter.spark_jobs.tasks.output import OutputSet, OutputSummary
 from dumpfilter.spark_jobs.tasks.routing import Router, RouteStats, SplitConfig, chunk_starts
@@ -35,17 +34,6 @@ def check_output_dir(out: str | os.PathLike[str], create: bool = True) -> Path:
     return out
 
 
-class _ToOutputs(Deliver):
-    def __init__(self, outputs: OutputSet):
-        self.outputs = outputs
-
-    def run(self, name: str, data: bytearray, ends: memoryview, marks: bytes | None = None) -> None:
-        self.outputs.add_run(name, data, ends, marks)
-
-    def unit(self, name: str, events: list[Event]) -> None:
-        self.outputs.add(name, events)
-
-
 def split_local(targets: list[str | os.PathLike[str]], out: str | os.PathLike[str], config: SplitConfig, *,
                 max_size: int = DEFAULT_MAX_BINLOG_SIZE, chunk_bytes: int | None = None,
                 verify_checksums: bool = True) -> SplitResult:
@@ -60,8 +48,7 @@ def split_local(targets: list[str | os.PathLike[str]], out: str | os.PathLike[st
     router = Router(config)
     outputs = OutputSet(out, header, max_size)
     keeps = OutputKeeps(router)
-    deliver = _ToOutputs(outputs)
     for chunk, start in zip(chunks, starts):
         router.start_chunk(start)  # the state a reader of the whole stream has here (as Spark's tasks)
-        route_chunk(chunk, router, keeps, deliver, verify_checksums=verify_checksums)
+        route_chunk(chunk, router, keeps, outputs, verify_checksums=verify_checksums)
     return SplitResult(outputs.close(), router.stats, len(paths), len(chunks))

@@ -20,6 +20,7 @@ from pathlib import Path
 from dumpfilter.codec import Event
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
 from dumpfilter.spark_jobs.tasks.chunks import SourceHeader
+from dumpfilter.spark_jobs.tasks.compiled import Deliver
 from dumpfilter.spark_jobs.tasks.routing import ALL
 
 FLUSH_BYTES = 1 << 20  # OutputSet hands an output's pending units to its writer at this size
@@ -67,9 +68,10 @@ class _Pending:
             self.ends = []
 
 
-class OutputSet:
-    """Open series by output name; `add(name, events)` (or `add_run`) in input order, then
-    `close()`. Each output's units are buffered and written in blocks."""
+class OutputSet(Deliver):
+    """Open series by output name, where the single-process split delivers its units: `unit(name,
+    events)` (or `run`) in input order, then `close()`. Each output's units are buffered and
+    written in blocks."""
 
     def __init__(self, directory: str | os.PathLike[str], header: SourceHeader, max_size: int = DEFAULT_MAX_BINLOG_SIZE):
         self.directory = Path(directory)
@@ -86,7 +88,7 @@ class OutputSet:
                 output.append(incident)
         return output
 
-    def add(self, name: str, events: list[Event]) -> None:
+    def unit(self, name: str, events: list[Event]) -> None:
         data = encode_unit(events)
         if name == ALL:
             self.incidents.append(data)
@@ -97,7 +99,7 @@ class OutputSet:
         output.append(data)
         output.units += 1
 
-    def add_run(self, name: str, data: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
+    def run(self, name: str, data: bytearray, ends: Sequence[int], marks: bytes | None = None) -> None:
         """Units from the core's routing walk, back to back in `data` (unit i ends at ends[i];
         renumbered in place)."""
         output = self._output(name)

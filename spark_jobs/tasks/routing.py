@@ -26,12 +26,13 @@ tracking is not available.
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from dumpfilter.binlogs.series import FILE_FRAMING_TYPES
 from dumpfilter.codec import Event, EventType, Transaction, fix_transaction_length
-from dumpfilter.codec.constants import HEADER_LEN, QUERY_EVENT_TYPES
+from dumpfilter.codec.constants import QUERY_EVENT_TYPES
+from dumpfilter.codec.rename import rewrite_event
 from dumpfilter.errors import BinlogError, RuleError
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Decider
@@ -49,16 +50,12 @@ ALL = "*"  # the routing key of events every output gets (INCIDENT)
 DEFAULT_UNASSIGNED = "unassigned"
 
 # Events the output writer generates itself for each file, and events that never sit in a file.
-_NOT_ROUTED = frozenset({
-    EventType.FORMAT_DESCRIPTION, EventType.ROTATE, EventType.STOP, EventType.PREVIOUS_GTIDS,
-    EventType.MARIADB_GTID_LIST, EventType.BINLOG_CHECKPOINT, EventType.HEARTBEAT, EventType.HEARTBEAT_V2,
-})
+_NOT_ROUTED = FILE_FRAMING_TYPES | {EventType.HEARTBEAT, EventType.HEARTBEAT_V2}
 # Statements that change the definition of a table-level object: they go with that object's schema.
 _DDL_KINDS = TABLE_DDL_KINDS | {Kind.TABLE_MAINTENANCE}
 _NAME = re.compile(r"^[A-Za-z0-9_$][A-Za-z0-9_$.-]*$")
 _SAFE_CHAR = re.compile(r"[A-Za-z0-9_$]")
 _UNQUALIFIED = "\x00unqualified"  # a default database no statement can name
-_U16 = struct.Struct("<H")
 
 
 # ------------------------------------------------------------------------------------ config
@@ -180,17 +177,12 @@ def fully_qualified(sql: str) -> bool:
 
 
 def with_default_db(event: Event, db: str) -> Event:
-    """A copy of a Query event whose default database is `db` (CRC recomputed)."""
-    raw = event.raw[: event.size - event.checksum_len]
-    old_len = raw[HEADER_LEN + 8]
-    status_len = _U16.unpack_from(raw, HEADER_LEN + 11)[0]
-    assert event.fmt is not None  # a Query event read from a binlog has its format
-    db_start = HEADER_LEN + event.fmt.post_header_len(event.type_code) + status_len
-    new = db.encode("utf-8", "surrogateescape")
-    if len(new) > 255:
+    """A copy of a Query event whose default database is `db` (written as replicate-rewrite-db's
+    renames are: `codec.rename`, the CRC made again)."""
+    copy = rewrite_event(event, lambda _db, table: (db, table, True))
+    if copy is event:  # (the name is longer than the event's one length byte can say)
         raise BinlogError(f"database name {db!r} is too long for a Query event")
-    body = raw[: HEADER_LEN + 8] + bytes((len(new),)) + raw[HEADER_LEN + 9 : db_start] + new + raw[db_start + old_len :]
-    return event.replaced(body)
+    return copy
 
 
 # ------------------------------------------------------------------------------------ deciders
@@ -202,9 +194,6 @@ class _SchemaDecider(Decider):
         self.schema = schema
         self._in = Decision(True, f"in schema {schema}")
         self._out = Decision(False, f"not in schema {schema}")
-
-    def table_kept(self, db: str, table: str) -> bool:
-        return db == self.schema
 
     def decide_table(self, db: str, table: str) -> Decision:
         return self._in if db == self.schema else self._out

@@ -25,7 +25,7 @@ from pathlib import Path
 from dumpfilter.codec import Event
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWriter, encode_unit
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader
-from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, ordinals, route_chunk
+from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
 from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
 from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
 
@@ -81,7 +81,9 @@ class _Segment:
         self.file.write(data)
         self.size += len(data)
         self.ends.frombytes(ends.cast("B"))
-        self.ordinals.extend(ordinals(ordinal, len(ends)))
+        # A run from the core holds no incident (a control unit always stops it): its units may
+        # share the ordinal of its first in the index.
+        self.ordinals.extend(array("q", [ordinal]) * len(ends))
 
     @property
     def end(self) -> int:

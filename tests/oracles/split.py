@@ -16,7 +16,7 @@ from dumpfilter.spark_jobs.tasks.routing import ALL
 
 
 class ReferenceOutputSet:
-    """`OutputSet`'s interface (`add(name, events)`, `close()`), one Event at a time."""
+    """`OutputSet`'s interface (`unit(name, events)`, `close()`), one Event at a time."""
 
     def __init__(self, directory: str | os.PathLike, header: SourceHeader, max_size: int = DEFAULT_MAX_BINLOG_SIZE):
         self.directory = Path(directory)
@@ -35,7 +35,7 @@ class ReferenceOutputSet:
                 writer.write_transaction(incident)
         return writer
 
-    def add(self, name: str, events: list[Event]) -> None:
+    def unit(self, name: str, events: list[Event]) -> None:
         if name == ALL:
             self.incidents.append(events)
             for writer in self.writers.values():

@@ -62,3 +62,25 @@ def test_a_file_without_the_magic_is_one_line(tmp_path):
     bad.write_bytes(b"root:x:0:0" * 1000)
     with pytest.raises(BinlogError, match="master-bin.000001 at byte 0: bad magic"):
         chunks.gtid_boundaries(bad, 100)
+
+
+def test_a_compressed_file_read_in_buffers_shorter_than_its_units_gives_every_unit(tmp_path, monkeypatch):
+    """A gzipped binlog is read forward: after a unit longer than a buffer (read at twice the size),
+    what a scan leaves may fill the next buffer alone; that is no end of the file (it was taken for
+    one, and the unit it cut reported as running past the end)."""
+    import gzip
+
+    from dumpfilter.codec.scanner import Scanner
+
+    spec = WorkloadSpec(seed=5, schemas=2, tables_per_schema=2, transactions=200, binlog_format="row",
+                        rows_per_statement=8)
+    plain = generate(spec, tmp_path, "master-bin")[0]
+    path = tmp_path / (plain.name + ".gz")
+    path.write_bytes(gzip.compress(plain.read_bytes()))
+
+    def units(read_bytes: int) -> int:
+        monkeypatch.setattr(chunks, "READ_BYTES", read_bytes)
+        chunk = chunks.plan_chunks([path], None)[0]
+        return sum(n for _fmt, _buf, _pos, _units, n, _crc in chunks.chunk_buffers(chunk, Scanner(chunk.path)))
+
+    assert units(300) == units(1 << 20) > 200

@@ -37,7 +37,7 @@ def _route_all(src, config, output_set):
     for chunk in plan_chunks(paths, None):
         for txn in read_units(chunk):
             for name, events in router.route(txn):
-                output_set.add(name, events)
+                output_set.unit(name, events)
     return output_set.close()
 
 
