@@ -70,15 +70,16 @@ _GROUPS: dict[bytes, StatementGroup | None] = {}  # by key bytes (`StatementKey.
 _GROUPS_MAX = 1 << 16
 
 
-def _key_group(key: bytes, db: bytes, sql: bytes) -> StatementGroup | None:
-    """The group of the statements of one key (its bytes `key`; a statement of it, `sql`, under
-    default database `db`): by (default database, kind, the table it updates), as `_unit_tables`
-    groups a statement's. Made once per key and process."""
-    if key in _GROUPS:
-        return _GROUPS[key]
+def _key_group(key: _core.StatementKey) -> StatementGroup | None:
+    """The group of the statements of one key (`StatementKey`: its bytes, a statement of it and
+    its default database): by (default database, kind, the table it updates), as `_unit_tables`
+    groups a statement's. Made once per key bytes and process (the text read only then)."""
+    found = key.key
+    if found in _GROUPS:
+        return _GROUPS[found]
     if len(_GROUPS) >= _GROUPS_MAX:
         _GROUPS.clear()
-    group = _GROUPS[key] = _make_group(db, sql)
+    group = _GROUPS[found] = _make_group(key.db, key.sql)
     return group
 
 
@@ -101,25 +102,23 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     groups: dict[StatementGroup, int] = {}
     names: dict[TableName, int] = {}
     table_of: list[int] = []
-    group_of = [_NO_GROUP] * (max((k.id for k in keys), default=-1) + 1)
-    sql_of: dict[int, bytes] = {}
+    group_of: list[int] = []  # by key id (`keys` holds ids 0, 1, ... in turn)
     for key in keys:
-        group = _key_group(key.key, key.db, key.sql)
+        group = _key_group(key)
         if group is None:
+            group_of.append(_NO_GROUP)
             continue
         g = groups.get(group)
         if g is None:
             g = groups[group] = len(groups)
             table_of.append(names.setdefault(group[2][0], len(names)))
-        group_of[key.id] = g
-        sql_of[key.id] = key.sql
+        group_of.append(g)
     got = units.statement_tables(group_of, table_of, n)
     payload, envelope = got.payload, got.envelope  # (each read of a field makes its list anew)
     # Each group's first statement, in the order the units hold them: the groups go into
     # `statements` in that order, each with that statement's text (as one unit at a time does).
     first: dict[int, tuple[int, int]] = {}
-    for key_id, at in enumerate(got.first):
-        g = group_of[key_id] if key_id < len(group_of) else _NO_GROUP
+    for key_id, (g, at) in enumerate(zip(group_of, got.first)):
         if at != _NOT_MET and g != _NO_GROUP and (g not in first or at < first[g][0]):
             first[g] = (at, key_id)
     by_id = list(groups)
@@ -127,7 +126,7 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
         group = by_id[g]
         found = statements.get(group)
         if found is None:
-            statements[group] = [payload[g], decode_text(sql_of[key_id])]
+            statements[group] = [payload[g], decode_text(keys[key_id].sql)]
         else:
             found[0] += payload[g]
         if envelope[g]:
