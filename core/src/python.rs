@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::rows;
-use crate::scan::{self, ErrorKind, ScanError, UNIT_WORDS};
+use crate::scan::{self, ErrorKind, ScanError};
 
 /// Adds each constant to the module (with `stubs`, declares it `Final[int]` in the stub too).
 macro_rules! constants {
@@ -16,6 +16,17 @@ macro_rules! constants {
         #[cfg(feature = "stubs")]
         pyo3_stub_gen::module_variable!("dumpfilter._core", stringify!($name), $crate::python::stubs::FinalInt);
         $m.add(stringify!($name), $value)?;
+    )*};
+    // `module: NAME, ...;`: each a constant of that module, under its own name.
+    ($m:ident; $($module:ident: $($name:ident),*;)*) => {
+        constants!($m, $($($name = $module::$name,)*)*)
+    };
+}
+
+/// Adds each #[pyfunction] to the module.
+macro_rules! functions {
+    ($m:ident: $($f:path),* $(,)?) => {$(
+        $m.add_function(wrap_pyfunction!($f, $m)?)?;
     )*};
 }
 
@@ -131,66 +142,29 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
-    m.add_function(wrap_pyfunction!(verify_forms::relayed, m)?)?;
     sent::add_records(m)?;
     unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;
     results::add_records(m)?;
     facts::register(m)?;
     sql_text::register(m)?;
-    m.add_function(wrap_pyfunction!(heartbeat, m)?)?;
-    m.add_function(wrap_pyfunction!(mark_slow, m)?)?;
-    m.add_function(wrap_pyfunction!(gather, m)?)?;
-    m.add_function(wrap_pyfunction!(class_sums, m)?)?;
-    m.add_function(wrap_pyfunction!(payload_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(statements, m)?)?;
-    m.add_function(wrap_pyfunction!(hop, m)?)?;
-    m.add_function(wrap_pyfunction!(last_timestamp, m)?)?;
-    m.add_function(wrap_pyfunction!(foreign_log_pos, m)?)?;
-    m.add_function(wrap_pyfunction!(plain_statement, m)?)?;
-    m.add_function(wrap_pyfunction!(framing_statement, m)?)?;
-    m.add_function(wrap_pyfunction!(schema_candidates, m)?)?;
-    m.add_function(wrap_pyfunction!(statement_key, m)?)?;
-    m.add_function(wrap_pyfunction!(renumber, m)?)?;
-    m.add_function(wrap_pyfunction!(relay_run, m)?)?;
-    m.add_function(wrap_pyfunction!(rename_event, m)?)?;
-    m.add_function(wrap_pyfunction!(replica_frames, m)?)?;
-    m.add_function(wrap_pyfunction!(split::split_route, m)?)?;
-    m.add_function(wrap_pyfunction!(unit_list_reads::reaches_key_alone, m)?)?;
-    m.add_function(wrap_pyfunction!(held_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(unit_list_reads::mysql_gtids_at, m)?)?;
-    m.add_function(wrap_pyfunction!(split::gtid_marks, m)?)?;
-    m.add_function(wrap_pyfunction!(stmt_pieces::statement_pieces, m)?)?;
-    constants!(
-        m,
-        UNIT_WORDS = UNIT_WORDS,
-        F_FAST = scan::F_FAST,
-        F_COMPLETE = scan::F_COMPLETE,
-        KEEP_DROP = crate::keep::KEEP_DROP,
-        KEEP_KEEP = crate::keep::KEEP_KEEP,
-        KEEP_ASK = crate::keep::KEEP_ASK,
-        KIND_INSERT = crate::stmt::KIND_INSERT,
-        KIND_REPLACE = crate::stmt::KIND_REPLACE,
-        KIND_UPDATE = crate::stmt::KIND_UPDATE,
-        KIND_DELETE = crate::stmt::KIND_DELETE,
-        KIND_INSERT_SELECT = crate::stmt::KIND_INSERT_SELECT,
-        KIND_REPLACE_SELECT = crate::stmt::KIND_REPLACE_SELECT,
-        ROW_SKIP = rows::ROW_SKIP,
-        ROW_PARTIAL = rows::ROW_PARTIAL,
-        ROW_KEEP = rows::ROW_KEEP,
-        ROW_SLOW = rows::ROW_SLOW,
-        SKIP_STOP = crate::skip_forms::SKIP_STOP,
-        SKIP_HEARTBEAT = crate::skip_forms::SKIP_HEARTBEAT,
-        SKIP_PLACEHOLDER = crate::skip_forms::SKIP_PLACEHOLDER,
-        SKIP_EMPTY = crate::skip_forms::SKIP_EMPTY,
-        F_ROTATE_END = scan::F_ROTATE_END,
-        F_HAS_FDE = scan::F_HAS_FDE,
-        F_MARIADB_GTID = scan::F_MARIADB_GTID,
-        F_MYSQL_GTID = scan::F_MYSQL_GTID,
-        F_TAGGED_GTID = scan::F_TAGGED_GTID,
-        F_ANONYMOUS_GTID = scan::F_ANONYMOUS_GTID,
-        F_UNKNOWN_NON_IGNORABLE = scan::F_UNKNOWN_NON_IGNORABLE,
-        F_PAYLOAD = scan::F_PAYLOAD,
-    );
+    functions! { m:
+        heartbeat, mark_slow, gather, class_sums, payload_bytes, statements, hop, last_timestamp,
+        foreign_log_pos, plain_statement, framing_statement, schema_candidates, statement_key,
+        renumber, relay_run, rename_event, replica_frames, split::split_route,
+        unit_list_reads::reaches_key_alone, held_bytes, unit_list_reads::mysql_gtids_at,
+        split::gtid_marks, stmt_pieces::statement_pieces, verify_forms::relayed,
+    }
+    use crate::{keep, skip_forms, stmt};
+    constants! { m;
+        scan: UNIT_WORDS, F_FAST, F_COMPLETE;
+        keep: KEEP_DROP, KEEP_KEEP, KEEP_ASK;
+        stmt: KIND_INSERT, KIND_REPLACE, KIND_UPDATE, KIND_DELETE, KIND_INSERT_SELECT,
+            KIND_REPLACE_SELECT;
+        rows: ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW;
+        skip_forms: SKIP_STOP, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY;
+        scan: F_ROTATE_END, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID,
+            F_ANONYMOUS_GTID, F_UNKNOWN_NON_IGNORABLE, F_PAYLOAD;
+    }
     Ok(())
 }

@@ -158,12 +158,7 @@ fn sql_start(buf: &[u8], pos: usize, t: u8, fmt: &Format) -> Option<usize> {
 pub fn statement_verb(sql: &[u8]) -> &[u8] {
     let mut s = sql;
     loop {
-        while let Some((&b, rest)) = s.split_first() {
-            if !space(b) {
-                break;
-            }
-            s = rest;
-        }
+        s = &s[s.iter().take_while(|b| space(**b)).count()..];
         if s.starts_with(b"/*") {
             match s.windows(2).skip(2).position(|w| w == b"*/") {
                 Some(i) => s = &s[i + 4..],

@@ -90,20 +90,15 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     /// Skips `\s*`; returns how many bytes.
     fn spaces(&mut self) -> usize {
-        let from = self.at;
-        while self.at < self.s.len() && space(self.s[self.at]) {
-            self.at += 1;
-        }
-        self.at - from
+        let n = self.s[self.at..].iter().take_while(|b| space(**b)).count();
+        self.at += n;
+        n
     }
 
     /// The maximal run of `[A-Za-z0-9_$]` here (maybe empty), not consumed.
     fn token(&self) -> &'a [u8] {
-        let mut end = self.at;
-        while end < self.s.len() && name_char(self.s[end]) {
-            end += 1;
-        }
-        &self.s[self.at..end]
+        let rest = &self.s[self.at..];
+        &rest[..rest.iter().take_while(|b| name_char(**b)).count()]
     }
 
     /// The keyword `kw` here followed by a `\b` (consumed), as `KW\b` matches.

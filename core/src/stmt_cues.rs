@@ -265,14 +265,8 @@ fn bytes_eq(v: u64, b: u8) -> u64 {
 /// Whether the word (maximal run of `\w` bytes) holding sql[at] is SELECT or RETURNING.
 #[inline]
 fn parser_word_at(sql: &[u8], at: usize) -> bool {
-    let mut from = at;
-    while from > 0 && word(sql[from - 1]) {
-        from -= 1;
-    }
-    let mut to = at + 1;
-    while to < sql.len() && word(sql[to]) {
-        to += 1;
-    }
+    let from = at - sql[..at].iter().rev().take_while(|b| word(**b)).count();
+    let to = at + 1 + sql[at + 1..].iter().take_while(|b| word(**b)).count();
     let w = &sql[from..to];
     w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING")
 }
@@ -308,9 +302,7 @@ mod tests {
             }
             if word(b) {
                 let from = i;
-                while i < sql.len() && word(sql[i]) {
-                    i += 1;
-                }
+                i += sql[i..].iter().take_while(|b| word(**b)).count();
                 let w = &sql[from..i];
                 if w.eq_ignore_ascii_case(b"SELECT") || w.eq_ignore_ascii_case(b"RETURNING") {
                     return true;

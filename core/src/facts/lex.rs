@@ -76,9 +76,7 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
                 // `/*!50003 code */`: mysqld runs the code; its `*/` closes nothing after it.
                 versioned += 1;
                 i += 2 + code;
-                while i < sql.len() && sql[i].is_ascii_digit() {
-                    i += 1;
-                }
+                i += sql[i..].iter().take_while(|c| c.is_ascii_digit()).count();
                 continue;
             }
             let unclosed = Unlexed {
@@ -98,17 +96,16 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
             || (b == b'-' && next == Some(b'-') && sql.get(i + 2).is_none_or(|c| space(*c)));
         if line {
             loose = true;
-            while i < sql.len() && sql[i] != b'\n' {
-                i += 1;
-            }
+            i += sql[i..].iter().take_while(|c| **c != b'\n').count();
             continue;
         }
         // (a stray `*/` or `--x`: punctuation)
         let start = i;
         let kind = if name_char(b) || b >= 0x80 {
-            while i < sql.len() && (name_char(sql[i]) || sql[i] >= 0x80) {
-                i += 1;
-            }
+            i += sql[i..]
+                .iter()
+                .take_while(|&&c| name_char(c) || c >= 0x80)
+                .count();
             Kind::Word
         } else if b == b'`' || b == b'\'' || b == b'"' {
             i = quoted_end(sql, start, b != b'`').ok_or(Unlexed {

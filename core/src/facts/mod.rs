@@ -523,10 +523,7 @@ fn raw_cut(sql: &[u8], from: usize) -> Option<usize> {
         if !sql[start..end].eq_ignore_ascii_case(b"ORDER") {
             return Some(start);
         }
-        let mut i = end;
-        while i < sql.len() && lex::space(sql[i]) {
-            i += 1;
-        }
+        let i = end + sql[end..].iter().take_while(|b| lex::space(**b)).count();
         if i > end && raw_word(sql, i, &[b"BY"]).is_some_and(|(s, _)| s == i) {
             return Some(start);
         }

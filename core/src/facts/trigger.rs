@@ -143,9 +143,7 @@ fn body_writes(cur: &Cur, from: usize) -> Option<Vec<BodyWrite>> {
             _ => &["DELETE"],
         };
         let table = (shape.db.map(|d| d.into_owned()), shape.table.into_owned());
-        for event in events {
-            writes.push(BodyWrite::Table(table.clone(), event));
-        }
+        writes.extend(events.iter().map(|e| BodyWrite::Table(table.clone(), e)));
     }
     Some(writes)
 }

@@ -238,14 +238,10 @@ pub(super) fn parens_close(sql: &[u8]) -> bool {
 /// Adds the facts' classes and functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_records(m)?;
-    m.add_function(wrap_pyfunction!(statement_facts, m)?)?;
-    m.add_function(wrap_pyfunction!(parens_close, m)?)?;
-    m.add_function(wrap_pyfunction!(body_reach, m)?)?;
-    constants!(
-        m,
-        BODY_TRIGGER = crate::body_reach::FORM_TRIGGER,
-        BODY_EVENT = crate::body_reach::FORM_EVENT,
-        BODY_ROUTINE = crate::body_reach::FORM_ROUTINE,
-    );
+    functions! { m: statement_facts, parens_close, body_reach }
+    use crate::body_reach::{FORM_EVENT, FORM_ROUTINE, FORM_TRIGGER};
+    constants! { m,
+        BODY_TRIGGER = FORM_TRIGGER, BODY_EVENT = FORM_EVENT, BODY_ROUTINE = FORM_ROUTINE,
+    }
     Ok(())
 }

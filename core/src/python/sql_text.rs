@@ -169,7 +169,6 @@ pub(super) fn split_script(py: Python<'_>, text: &str) -> PyResult<Script> {
 /// Adds the classes and functions to the module.
 pub(super) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     add_records(m)?;
-    m.add_function(wrap_pyfunction!(sql_tokens, m)?)?;
-    m.add_function(wrap_pyfunction!(split_script, m)?)?;
+    functions! { m: sql_tokens, split_script }
     Ok(())
 }
