@@ -44,6 +44,14 @@ _COUNTERS = (
     ("empty_transactions", "dumpfilter_empty_transactions_total", "Empty GTID transactions sent"),
     ("empty_transaction_bytes", "dumpfilter_empty_transaction_bytes_total", "Bytes of empty GTID transactions sent"),
 )
+_LINT_GAUGES = (  # one series per rule set: offset, number, lag, files, breaks, diverges
+    ("dumpfilter_lint_position_offset_bytes", "Where lint has read to in its binlog file (the end of its last whole unit)"),
+    ("dumpfilter_lint_position_file_number", "The sequence number of the binlog file lint is in (master-bin.000002: 2)"),
+    ("dumpfilter_lint_behind_bytes", "Binlog bytes lint has not read yet, up to the live end"),
+    ("dumpfilter_lint_behind_files", "Binlog files after the one lint is in"),
+    ("dumpfilter_lint_breaks", "Breaks lint predicted up to its position"),
+    ("dumpfilter_lint_diverges", "Writes lint found a replica with these rules silently gets wrong, up to its position"),
+)
 HIDDEN = ""  # the `slave` label of the series that sums the slaves the viewer may not see
 ANONYMOUS = None  # the view of a scraper that did not authenticate (see `view_for`)
 
@@ -244,23 +252,10 @@ class DumpServiceCollector:
         `rule_set=""`, their lag the furthest behind of them. And the lint worker's restarts."""
         lint = self.service.lint
         seen = {slave.server_id for slave, _end, _behind in rows if self._sees(slave)}
-        offset = GaugeMetricFamily("dumpfilter_lint_position_offset_bytes",
-                                   "Where lint has read to in its binlog file (the end of its last whole unit)",
-                                   labels=["rule_set"])
-        number = GaugeMetricFamily("dumpfilter_lint_position_file_number",
-                                   "The sequence number of the binlog file lint is in (master-bin.000002: 2)",
-                                   labels=["rule_set"])
-        lag = GaugeMetricFamily("dumpfilter_lint_behind_bytes", "Binlog bytes lint has not read yet, up to the live end",
-                                labels=["rule_set"])
-        files = GaugeMetricFamily("dumpfilter_lint_behind_files", "Binlog files after the one lint is in",
-                                  labels=["rule_set"])
+        offset, number, lag, files, breaks, diverges = (GaugeMetricFamily(name, doc, labels=["rule_set"])
+                                                         for name, doc in _LINT_GAUGES)
         state = GaugeMetricFamily("dumpfilter_lint_state", "Rule sets in each lint state (1 or 0 for a named one)",
                                   labels=["rule_set", "state"])
-        breaks = GaugeMetricFamily("dumpfilter_lint_breaks", "Breaks lint predicted up to its position",
-                                   labels=["rule_set"])
-        diverges = GaugeMetricFamily("dumpfilter_lint_diverges",
-                                     "Writes lint found a replica with these rules silently gets wrong, up to its position",
-                                     labels=["rule_set"])
         shared = GaugeMetricFamily("dumpfilter_lint_rule_set_slave", "1 for each slave of a rule set", labels=["rule_set", "slave"])
         hidden: list[LintStatus] = []  # the rule sets of the slaves the viewer may not see
         for one in sorted(lint.rule_sets(), key=lambda r: r.rule_set):
