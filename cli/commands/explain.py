@@ -13,9 +13,10 @@ from dumpfilter.errors import RuleError
 from dumpfilter.rules.assembly import RULE_OPTION_TYPES, channel_rules, startup_from_options
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.evaluate import RuleEngine, parse_statement
 from dumpfilter.rules.ruleset import RuleSet, Settings, option_name
 from dumpfilter.rules.renamer import renames
+from dumpfilter.rules.statement_info import WRITE_KINDS
 
 if TYPE_CHECKING:
     from dumpfilter.cli.options import Subparsers
@@ -31,7 +32,9 @@ def register(subparsers: Subparsers) -> None:
     add_rule_options(parser)
     add_schema_option(parser)
     parser.add_argument("--binlog-format", type=str.upper, choices=("STATEMENT", "ROW"), default="STATEMENT",
-                        help="STATEMENT: --sql is a Query event; ROW: --table is a Table_map (DDL stays a Query)")
+                        help="STATEMENT: --sql is a Query event; ROW: --sql's row changes (INSERT, UPDATE, DELETE, "
+                             "REPLACE, LOAD DATA) are the Table_maps of the tables it writes, each decided alone, "
+                             "and DDL stays a Query")
     parser.add_argument("--current-db", default=None, help="the Query event's default database (none if omitted)")
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--sql", help="the statement text of a Query event")
@@ -50,33 +53,49 @@ def run(args: argparse.Namespace) -> int:
         return _run_batch(args)
     rules, settings = ruleset_from_args(args)
     engine = RuleEngine(rules, settings, schema=schema_from_args(args))
-    decision, document = explained(engine, args.sql, args.table, args.current_db)
+    decision, document = explained(engine, args.sql, args.table, args.current_db, args.binlog_format)
     if not emit_json(args, document):
         print(decision)
     return 0
 
 
-def explained(engine: RuleEngine, sql: str | None, table: str | None,
-              current_db: str | None) -> tuple[Decision, dict[str, Any]]:
+def explained(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None,
+              binlog_format: str = "STATEMENT") -> tuple[Decision, dict[str, Any]]:
     """The decision and its JSON document. Where the rules rewrite, the engine names the tables as
     the replica's applier does (rewritten): `tables` then says the master's, as a rule-less
-    replica decides them, and `rewritten_tables` where the rows land (single and batch mode alike)."""
-    decision = decide(engine, sql, table, current_db)
+    replica decides them, and `rewritten_tables` where the rows land (single and batch mode alike).
+    A write under ROW that changes several tables: `rows` gives each table's decision."""
+    decision, each = decide(engine, sql, table, current_db, binlog_format)
     document = decision.to_json()
+    if len(each) > 1:
+        document["rows"] = [{"table": name, **one.to_json()} for name, one in each]
     if renames(engine.rules, engine.settings):
-        master = decide(RuleEngine(RuleSet(), engine.settings, schema=engine.schema.copy()), sql, table, current_db)
-        document.update(tables=list(master.tables), rewritten_tables=list(decision.tables))
+        master = RuleEngine(RuleSet(), engine.settings, schema=engine.schema.copy())
+        document.update(tables=list(decide(master, sql, table, current_db, binlog_format)[0].tables),
+                        rewritten_tables=list(decision.tables))
     return decision, document
 
 
-def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None) -> Decision:
+def decide(engine: RuleEngine, sql: str | None, table: str | None, current_db: str | None,
+           binlog_format: str) -> tuple[Decision, list[tuple[str, Decision]]]:
+    """The decision, and under ROW each table's that a write's rows change."""
     if table is not None:
         db, dot, name = table.partition(".")
         if not dot:
             raise RuleError(f"--table: {table!r} is not of the form db.table")
-        return engine.decide_table(db, name)
+        return engine.decide_table(db, name), []
     assert sql is not None  # exactly one of sql and table: the callers check
-    return engine.decide_statement(sql, current_db)
+    info = parse_statement(sql, current_db or "", None) if binlog_format == "ROW" else None
+    if info is None or not info.parse_ok or info.kind not in WRITE_KINDS or not info.updated:
+        return engine.decide_statement(sql, current_db), []  # (DDL stays a Query under ROW)
+    # Under ROW the master logs the rows a write changes, behind a Table_map per table, and the
+    # replica decides each Table_map alone: by the table's own database, never the default one.
+    each = [(f"{db}.{name}", engine.decide_table(db, name)) for db, name in info.updated]
+    if len(each) == 1:
+        return each[0][1], each
+    reason = "rows, each table alone: " + "; ".join(f"{t}: {d}" for t, d in each)
+    return Decision(any(d.apply for _, d in each), reason, tables=tuple(t for _, d in each for t in d.tables),
+                    counted=tuple(c for _, d in each for c in d.counted)), each
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +167,7 @@ def _batch_decision(line: str, where: str, args: argparse.Namespace,
             return explained(engine, None, request["table"], None)
         except RuleError as exc:
             raise RuleError(f"--batch {where}: key 'table': {exc}") from None
-    return explained(engine, request["sql"], None, request.get("current_db"))
+    return explained(engine, request["sql"], None, request.get("current_db"), binlog_format)
 
 
 def _encodable(value: object) -> bool:
