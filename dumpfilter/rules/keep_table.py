@@ -192,7 +192,7 @@ class KeepTable:
         self.gate = gate if gate is not None and gate.bounds else None
         self._account = rules.account
         self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db, parses), True))
-        self._reads: Callable[[str, str | None], Hashable | None] = lambda sql, db: rules.key_reads(sql, db, parses)
+        self._reads: Callable[[str, str | None, Parses], Hashable | None] = rules.key_reads
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._by_name = bytearray()  # by the shapes' name id: each table's keep byte, asked once (`tables`)
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
@@ -200,9 +200,9 @@ class KeepTable:
         self._answers: list[KeyAnswer | None] = []
         self._hits = bytearray()
         self._hit_classes: dict[tuple[tuple[str, ...], tuple[str, ...], str | None], int] = {}  # KeyAnswer.hits
-        # A key's decision by what it reads (`Decider.key_reads`): the first key met that reads
-        # it decided, the rest answered alike (`_decide_key`).
-        self._by_reads: dict[Hashable, tuple[Decision, bool]] = {}
+        # A key's answer (a gate aside) by what it reads (`Decider.key_reads`): the first key met
+        # that reads it decided, the rest answered alike (`_decide_key`).
+        self._by_reads: dict[Hashable, KeyAnswer] = {}
         self.keys_decided = 0   # keys decided (each once)
         self.statements = 0     # statements answered by key (`account`)
         self.units = 0          # statement units written from keys (`account`)
@@ -242,23 +242,25 @@ class KeepTable:
                 texts.clear()
             text = texts[shape] = (decode_text(key.sql), decode_text(key.db) or None)
         sql, db = text
-        reads = self._reads(sql, db)
-        known = None if reads is None else self._by_reads.get(reads)
-        if known is None:
-            known = self._decide(sql, db)
+        reads = self._reads(sql, db, self.shapes.parses)
+        answer = None if reads is None else self._by_reads.get(reads)
+        if answer is None:
+            decision, pure = self._decide(sql, db)  # (not pure: its units decided in Python, at their position)
+            code = (KEEP_KEEP if decision.apply else KEEP_DROP) if pure else KEEP_ASK
+            answer = self._answer(decision, code, decision.counted)
             if reads is not None:
-                self._by_reads[reads] = known
-        decision, pure = known
-        code, counted = (KEEP_KEEP if decision.apply else KEEP_DROP), decision.counted
-        if not pure:  # its units decided in Python, at their position
-            code = KEEP_ASK
-        elif self.gate is not None and code == KEEP_KEEP:
-            code, counted = _gated_key(key.key, sql, db, decision, self.gate)
+                self._by_reads[reads] = answer
+        if self.gate is not None and answer.code == KEEP_KEEP:
+            answer = self._answer(answer.decision, *_gated_key(key.key, sql, db, answer.decision, self.gate))
+        self._answers[shape] = answer
+        self._codes[shape], self._hits[shape] = answer.code, answer.hits
+        self.keys_decided += 1
+
+    def _answer(self, decision: Decision, code: int, counted: tuple[str, ...]) -> KeyAnswer:
+        """A key's answer in its hit class (`KeyAnswer.hits`), numbered in the order met."""
         alike = self._hit_classes
         klass = alike.setdefault((counted, decision.counted, decision.assumption), min(len(alike), HIT_CLASSES - 1))
-        self._answers[shape] = KeyAnswer(code, decision, counted, klass)
-        self._codes[shape], self._hits[shape] = code, klass
-        self.keys_decided += 1
+        return KeyAnswer(code, decision, counted, klass)
 
     def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
         """A buffer's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
@@ -273,11 +275,11 @@ class KeepTable:
             codes += bytes([_UNDECIDED]) * more
             self._hits += bytes(more)
             self._answers += [None] * more
-        keep = gather(codes)
+        keep, k = gather(codes), -1
+        while (k := keep.find(_UNDECIDED, k + 1)) >= 0:  # (new shapes found by a bytes search, not a loop)
+            if codes[ids[k]] == _UNDECIDED:  # (a shape met twice in the buffer: decided at its first)
+                self._decide_key(ids[k], keys[k])
         if _UNDECIDED in keep:
-            for shape, key in zip(ids, keys):
-                if codes[shape] == _UNDECIDED:
-                    self._decide_key(shape, key)
             keep = gather(codes)
         return KeyRows(keep, ids, self._answers, None if self.gate is None else keep.translate(_GATED),
                        gather(self._hits))
