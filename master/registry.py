@@ -413,8 +413,7 @@ class SlaveRegistry:
         slaves = self._visible(server_id, caller)
         rows, global_rows = [], []
         for slave in slaves:
-            for row in slave.registry.applier_filters():
-                rows.append({"server_id": slave.server_id, **row})
+            rows += [{"server_id": slave.server_id, **row} for row in slave.registry.applier_filters()]
             for rule_type, values in slave.extra.items():
                 rows.append({"server_id": slave.server_id, "CHANNEL_NAME": "", "FILTER_NAME": rule_type.upper(),
                              "FILTER_RULE": ",".join("->".join(v) if isinstance(v, tuple) else v for v in values),
@@ -426,8 +425,7 @@ class SlaveRegistry:
                                  "FILTER_RULE": ",".join(slave.gate.allow), "CONFIGURED_BY": "MASTER_POLICY",
                                  "ACTIVE_SINCE": slave.registered_at,
                                  "COUNTER": slave.stats.rule_hits.get("MASTER_POLICY", 0)})
-            for row in slave.registry.applier_global_filters():
-                global_rows.append({"server_id": slave.server_id, **row})
+            global_rows += [{"server_id": slave.server_id, **row} for row in slave.registry.applier_global_filters()]
         return rows, global_rows
 
 

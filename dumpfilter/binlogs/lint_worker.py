@@ -289,9 +289,8 @@ class Worker:
             return True
 
     def drop(self, job: Job) -> None:
-        with self.ready:
-            with contextlib.suppress(ValueError):  # already taken by the worker: it ends on its own
-                self.queued.remove(job)
+        with self.ready, contextlib.suppress(ValueError):  # already taken by the worker: it ends on its own
+            self.queued.remove(job)
 
     def forget(self, fid: int) -> None:
         with self.ready:

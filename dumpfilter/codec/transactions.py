@@ -195,9 +195,9 @@ class TransactionGrouper:
                     cur.kind = STATEMENT
                 return self._finish(out)
             return out
-        if event.is_rows and not self._in_body and not self._standalone and event.rows_flags & STMT_END_F:
-            if cur.gtid_event is None:  # rows outside any BEGIN (old non-transactional RBR)
-                return self._finish(out)
+        if (event.is_rows and not self._in_body and not self._standalone and event.rows_flags & STMT_END_F
+                and cur.gtid_event is None):  # rows outside any BEGIN (old non-transactional RBR)
+            return self._finish(out)
         return out
 
     def _finish(self, out: list[Transaction]) -> list[Transaction]:

@@ -118,10 +118,8 @@ def db_list_check(fold: Callable[[str], str], db: str | None, do_list: Collectio
         # replicate and db was not selected, do not replicate' has been replaced with 'do replicate'".
         return Step(True, None, f"no {what} (NULL db passes db_ok)")
     folded = fold(db)
-    if db == "":  # sql_parse.cc: the applier passes '' (not NULL) when the source had no default database
-        what = f"no {what} ('')"
-    else:
-        what = f"{what} '{db}'"
+    # (sql_parse.cc: the applier passes '' (not NULL) when the source had no default database)
+    what = f"no {what} ('')" if db == "" else f"{what} '{db}'"
     if do_list:  # the ignore list is never consulted when a do list exists
         counter = (filter_name("do_db"),) if prefix == "replicate" else ()
         if folded in do_list:

@@ -205,13 +205,9 @@ def diff_snapshots(a: Snapshot, b: Snapshot) -> list[str]:
     la, lb = a.label or "A", b.label or "B"
     if la == lb:
         la, lb = f"{la} (A)", f"{lb} (B)"
-    out: list[str] = []
-    a_schemas = set(a.schemas)
-    b_schemas = set(b.schemas)
-    for s in sorted(a_schemas - b_schemas):
-        out.append(f"schema {s}: missing on {lb}")
-    for s in sorted(b_schemas - a_schemas):
-        out.append(f"schema {s}: only on {lb} (missing on {la})")
+    a_schemas, b_schemas = set(a.schemas), set(b.schemas)
+    out = [f"schema {s}: missing on {lb}" for s in sorted(a_schemas - b_schemas)]
+    out += [f"schema {s}: only on {lb} (missing on {la})" for s in sorted(b_schemas - a_schemas)]
     at, bt = a.tables, b.tables
     for key in sorted(at.keys() | bt.keys()):
         name = f"{key[0]}.{key[1]}"

@@ -113,13 +113,11 @@ def mariadb_workload(seed: int = 1, schemas: int = 6, transactions: int = 1500) 
     classic replicate-do-db trap in STATEMENT format), multi-table UPDATEs across databases,
     statements with no default database, CREATE TABLE ... LIKE from another schema, RENAME
     TABLE across schemas, and DDL. Row and statement formats are interleaved per session."""
-    rng = random.Random(seed)
+    rng, tables = random.Random(seed), ("t1", "t2", "t3")
     dbs = [f"db{i}" for i in range(1, schemas + 1)]
     sql = [f"CREATE DATABASE {db}" for db in dbs]
-    for db in dbs:
-        for t in ("t1", "t2", "t3"):
-            sql.append(f"CREATE TABLE {db}.{t} (id INT NOT NULL PRIMARY KEY, v INT) ENGINE=InnoDB")
-    next_id = {(db, t): 1 for db in dbs for t in ("t1", "t2", "t3")}
+    sql += [f"CREATE TABLE {db}.{t} (id INT NOT NULL PRIMARY KEY, v INT) ENGINE=InnoDB" for db in dbs for t in tables]
+    next_id = {(db, t): 1 for db in dbs for t in tables}
     for n in range(transactions):
         # Session format: mostly ROW, some STATEMENT (where the default database decides).
         sql.append("SET SESSION binlog_format = " + ("'STATEMENT'" if rng.random() < 0.35 else "'ROW'"))
@@ -141,7 +139,7 @@ def mariadb_workload(seed: int = 1, schemas: int = 6, transactions: int = 1500) 
             for _ in range(rng.randrange(1, 4)):
                 cross = rng.random() < 0.25
                 db = rng.choice([d for d in dbs if d != current]) if cross else current
-                table = rng.choice(("t1", "t2", "t3"))
+                table = rng.choice(tables)
                 name = f"{db}.{table}" if cross else table
                 kind = rng.random()
                 if kind < 0.6:

@@ -328,15 +328,12 @@ class Verification:
         return primary
 
     def _stop_all(self) -> list[str]:
-        kept = []
         # Signal all first so they shut down in parallel. Without --keep the datadirs are thrown
         # away, so SIGKILL is enough (a clean InnoDB shutdown of 20 servers takes many seconds);
         # with --keep they get SIGTERM and shut down cleanly, so the datadirs can be started again.
         for server in self.servers:
             server._send_signal(signal.SIGTERM if self.keep else signal.SIGKILL)
-        for server in self.servers:
-            if self.keep and server.root is not None:
-                kept.append(f"{server.name}: {server.root}")
+        kept = [f"{server.name}: {server.root}" for server in self.servers if self.keep and server.root is not None]
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # deleting datadirs is slow too
             futures = [pool.submit(server.stop, keep=self.keep) for server in self.servers]
         errors = [f.exception() for f in futures if f.exception() is not None]

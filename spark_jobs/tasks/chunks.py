@@ -77,8 +77,7 @@ def gtid_boundaries(path: str | os.PathLike[str], chunk_bytes: int) -> list[int]
     path = Path(path)
     if path.suffix == ".gz" or path.stat().st_size <= chunk_bytes:
         return []
-    with open_binlog(path) as stream:
-        with mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ) as mapped:
+    with open_binlog(path) as stream, mmap.mmap(stream.fileno(), 0, prot=mmap.PROT_READ) as mapped:
             size = len(mapped)
             view = memoryview(mapped)
             try:
