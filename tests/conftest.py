@@ -14,6 +14,7 @@ one cache template made atomically (lab/sandbox/datadir.py), so workers share no
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -39,6 +40,13 @@ from tests.support.thread_altstack import install as _thread_altstacks  # noqa: 
 # Before any thread starts: a thread that overflows its stack is reported by faulthandler with its
 # Python stack, not a bare "Segmentation fault" (tests/support/thread_altstack.py).
 _thread_altstacks()
+
+# A suite started in the background (`cmd &` in a shell without job control, nohup, some CI
+# runners) inherits SIGINT ignored, and a child started from here keeps it ignored across exec:
+# Python then installs no KeyboardInterrupt handler, and the Ctrl-C tests' commands run on to
+# their end. The tests' own processes take SIGINT as a terminal gives it.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 pytest_plugins = ["tests.support.grpc_fixtures"]
 
