@@ -129,8 +129,13 @@ class Slave:
         from dumpfilter.rules.evaluate import RuleEngine
 
         config = self.config
-        return RuleEngine(config.rules, config.settings,
-                          schema=config.schema.copy() if config.schema is not None else None)
+        engine = RuleEngine(config.rules, config.settings,
+                            schema=config.schema.copy() if config.schema is not None else None)
+        # The slave reads its decisions' answers alone (the check, its keep table), and database
+        # rules alone answer by names (rpl_filter.cc's db_ok), never by the schema model: no DDL is
+        # replayed into one then (under replicate-rewrite-db, a second parse of each DDL).
+        engine.replay_ddl = engine.replay_ddl and not engine.databases_only
+        return engine
 
     @functools.cached_property
     def rename(self) -> Callable[[Event], Event] | None:

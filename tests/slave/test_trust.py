@@ -204,6 +204,23 @@ def test_a_faithful_master_gives_no_disagreement(tmp_path, master_factory):
     assert "CREATE DATABASE db2" not in _relayed(tmp_path / "relay")
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["bulk", "reference"])
+def test_database_rules_alone_check_without_replaying_ddl_into_a_schema_model(tmp_path, master_factory, fast):
+    """Database rules alone (with rewrite-db too) answer by names, never by the schema model: the
+    check replays none of the DDL it reads, and keeps all the master sends. A table rule's check
+    reads the model, which the same stream then builds."""
+    _db2_binlog(tmp_path / "binlogs")
+    _, address = master_factory(tmp_path / "binlogs")
+    rules = RuleSet(rewrite_db=(("db1", "copy1"),), do_db=("copy1",))
+    slave = _slave(address, tmp_path / "relay", rules, fast=fast)
+    assert slave.run() == 0
+    assert (slave.counters.check_disagreements, slave.counters.rewritten > 0) == (0, True)
+    assert slave.engine.schema.tables == {} and not slave.engine.schema.databases
+    tables = _slave(address, tmp_path / "relay-tables", RuleSet(do_table=("db1.t",)), fast=fast)
+    assert tables.run() == 0
+    assert tables.counters.check_disagreements == 0 and ("db1", "t") in tables.engine.schema.tables
+
+
 def test_slave_run_cli_serves_its_metrics(tmp_path, master_factory, capsys):
     """`slave run --metrics-port 0` prints where its metrics are; they show the check's counters."""
     import re
