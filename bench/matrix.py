@@ -89,9 +89,10 @@ def _workloads() -> dict[str, tuple[Callable[[], Path], list[str]]]:
 def _policy_and_skips(path: Path, schema: str) -> dict:
     """The policy's and each skip policy's ratio, on the slave's clock, best of REPEAT; beside each
     skip policy, its MB sent per second against a keep-all stream's (the issue's other measure)."""
-    # (the rewrite stream right after the heartbeat stream it is a ratio of, in the same state of
-    # the machine: it ran after the keep-all stream's relay log, the binlog's size, was deleted)
-    kinds = ("heartbeat", "rewrite", *SKIP_POLICIES[1:], "gated", "keep-all")
+    # (the rewrite and policy streams right after the heartbeat stream they are ratios of, in the
+    # same state of the machine: the rewrite stream ran after the keep-all stream's relay log, the
+    # binlog's size, was deleted)
+    kinds = ("heartbeat", "rewrite", "gated", *SKIP_POLICIES[1:], "keep-all")
     clock = dict.fromkeys(kinds, float("inf"))
     sent = dict.fromkeys(kinds, 0)
     each: dict[str, list[float]] = {kind: [] for kind in kinds}  # every round's clock, in round order
