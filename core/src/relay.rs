@@ -392,6 +392,9 @@ pub fn relay_ranges<'r>(
         ..RelayRun::default()
     };
     let mut renamer = renames.map(Renamer::new);
+    if let Some(r) = renamer.as_mut() {
+        r.edits.reserve(2 * units.len().saturating_sub(from)); // (a MIXED unit renames 2-3 events)
+    }
     let mut i = from;
     while i < units.len() {
         let u = &units[i];
