@@ -283,8 +283,7 @@ class RuleEngine(EffectiveSemantics, Decider):
             return decision
         notes: list[str] = []
         effective = self.settings.semantics == "effective"
-        # The session's database rewritten (not under WL#2516: its patterns match the master's names),
-        # `sql` parsed under it, and that parse as the applier opens it.
+        # `sql` parsed under the session's database rewritten (not under WL#2516: it matches the master's names)
         session_db = self.names.incoming(current_db) if current_db else ""
         rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
         parsed = parse_statement(sql, rewritten, parses)
