@@ -320,9 +320,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         """What a keyed statement's decision reads (keys that read the same are decided once:
         `KeepTable._decide_key`): under database rules alone its default database (db_ok reads no
         table); with table rules (standard semantics) that, its kind and its tables' answers (their
-        names only make the reason), the kind and tables as `decide_statement` parses them, read
-        once for the rule sets that share them (`tables_of`). None (decided alone): WL#2516, or
-        where `tables_of` gives none."""
+        names only make the reason), its kind and tables as `decide_statement` parses them read once
+        for the rule sets that share them (`tables_of`). None (decided alone): WL#2516, or no tables."""
         if self.databases_only:
             return (current_db,)
         if self.settings.semantics == "effective":
