@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Hashable, Sequence
 
 from dumpfilter.rules.decisions import Decision
-from dumpfilter.rules.statement_info import Parses
+from dumpfilter.rules.statement_info import Parses, TablesOf
 from dumpfilter.rules.gate import (
     ALLOWED,
     MASTER_POLICY,
@@ -58,7 +58,7 @@ class Decider(ABC):
     # every statement it answers accounted (`account`).
     keys_statements: bool = False
 
-    def key_reads(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Hashable | None:
+    def key_reads(self, sql: str, current_db: str | None, tables_of: TablesOf) -> Hashable | None:
         """What the decision of a keyed statement reads (`RuleEngine.key_reads`): keys that read
         the same have one decision (`rules.keep_table` decides the first). None: decided alone."""
         return None

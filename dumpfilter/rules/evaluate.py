@@ -11,7 +11,7 @@ from dumpfilter.errors import RuleError
 from dumpfilter.rules.ruleset import RuleSet, Settings, filter_name, option_name
 from dumpfilter.rules.schema import SCHEMA_KINDS, SchemaModel
 from dumpfilter.rules.schema_timeline import SchemaTimeline
-from dumpfilter.rules.statement_info import DATABASE_KINDS, Kind, Parses, StatementInfo
+from dumpfilter.rules.statement_info import DATABASE_KINDS, READS_STATE, Kind, Parses, StatementInfo, TablesOf
 from dumpfilter.rules.statement_facts import ref_names
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
@@ -82,6 +82,10 @@ class RuleEngine(EffectiveSemantics, Decider):
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
         self._keys_alone = not self.settings.track_derived_tables  # see keys_statements
+        # Whether statements are decided by databases alone: no table rule, the standard semantics, no
+        # derived-table state. Every `plain_statement` is then decided alike, by its default database.
+        self.databases_only = not (self.table_rules_on or self.settings.semantics == "effective"
+                                   or self.settings.track_derived_tables)
         if self.settings.semantics == "effective":
             self._compile_effective()
         elif rules.effective_do or rules.effective_ignore or rules.effective_rewrite or rules.binlog_effective_do \
@@ -279,7 +283,11 @@ class RuleEngine(EffectiveSemantics, Decider):
             return decision
         notes: list[str] = []
         effective = self.settings.semantics == "effective"
-        rewritten, was_rewritten, parsed, info = self._read(sql, current_db, parses)
+        # `sql` parsed under the session's database rewritten (not under WL#2516: it matches the master's names)
+        session_db = self.names.incoming(current_db) if current_db else ""
+        rewritten, was_rewritten = self.rewrite_db(session_db) if session_db and not effective else (session_db, False)
+        parsed = parse_statement(sql, rewritten, parses)
+        info = lower_tables(parsed) if self.names.lower_incoming else parsed
         if info.kind is Kind.UPDATE_MULTI:
             # MariaDB checks a multi-table UPDATE after opening its tables: the prelocked tables that
             # fired triggers write are in the list (observed on 10.11). MySQL 8 checks it before, on
@@ -287,7 +295,7 @@ class RuleEngine(EffectiveSemantics, Decider):
             # effective objects are the SET tables alone.
             info = self._multi_update(info, notes, triggers=not effective and self.settings.flavor == "mariadb")
         if effective:
-            decision = self._effective_statement(info, rewritten)  # (the session's database: `_read` rewrites none)
+            decision = self._effective_statement(info, rewritten)  # (the session's database: not rewritten)
             notes = notes if self._effective_do or self._effective_ignore else []
         else:
             counted = (filter_name("rewrite_db"),) if was_rewritten else ()
@@ -308,31 +316,19 @@ class RuleEngine(EffectiveSemantics, Decider):
             self._account_statement(sql, current_db, model_parse, info, decision)
         return decision
 
-    def _read(self, sql: str, current_db: str | None,
-              parses: Parses | None) -> tuple[str, bool, StatementInfo, StatementInfo]:
-        """The session's database rewritten (not under WL#2516: its patterns match the master's
-        names), whether it was, the parse of `sql` under it, and that parse as the applier opens it."""
-        session_db = self.names.incoming(current_db) if current_db else ""
-        rewrite = session_db and self.settings.semantics != "effective"
-        rewritten, was_rewritten = self.rewrite_db(session_db) if rewrite else (session_db, False)
-        parsed = parse_statement(sql, rewritten, parses)
-        return rewritten, was_rewritten, parsed, lower_tables(parsed) if self.names.lower_incoming else parsed
-
-    def key_reads(self, sql: str, current_db: str | None, parses: Parses | None = None) -> Hashable | None:
+    def key_reads(self, sql: str, current_db: str | None, tables_of: TablesOf) -> Hashable | None:
         """What a keyed statement's decision reads (keys that read the same are decided once:
         `KeepTable._decide_key`): under database rules alone its default database (db_ok reads no
         table); with table rules (standard semantics) that, its kind and its tables' answers (their
-        names only make the reason). None (decided alone): WL#2516, a statement that does not
-        parse, updates no table or reads the schema model or trigger knowledge (`_READS_STATE`)."""
+        names only make the reason), its kind and tables as `decide_statement` parses them read once
+        for the rule sets that share them (`tables_of`). None (decided alone): WL#2516, or no tables."""
         if self.databases_only:
             return (current_db,)
         if self.settings.semantics == "effective":
             return None
-        info = self._read(sql, current_db, parses)[3]
-        if (not info.parse_ok or not info.updated or info.kind in _READS_STATE or info.kind in DATABASE_KINDS
-                or info.exempt_from_table_rules):
-            return None
-        return current_db, info.kind, tuple([self.table_step(db, table) for db, table in info.updated])
+        session_db = self.names.incoming(current_db) if current_db else ""
+        found = tables_of(sql, self.rewrite_db(session_db)[0] if session_db else "", self.names.lower_incoming)
+        return found and (current_db, found[0], tuple([self.table_step(db, table) for db, table in found[1]]))
 
     def _account_statement(self, sql: str, current_db: str | None, model_parse: StatementInfo | None,
                            info: StatementInfo, decision: Decision) -> None:
@@ -357,7 +353,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         derived tables (whose ignore set grows with the stream), and a statement whose decision
         reads neither the schema model nor the trigger knowledge (a multi-table UPDATE, a DROP
         TRIGGER) nor counts an unparsed statement. Only short texts (the memory stays bounded)."""
-        return (len(sql) <= _STATEMENT_LEN and self._rules_alone and info.kind not in _READS_STATE
+        return (len(sql) <= _STATEMENT_LEN and self._rules_alone and info.kind not in READS_STATE
                 and (info.parse_ok or not self.table_rules_on))
 
     def _knowledge(self) -> TriggerKnowledge:
@@ -391,13 +387,6 @@ class RuleEngine(EffectiveSemantics, Decider):
         if self.timeline is not None and self._at is not None:
             return self.timeline.model_at(self._at)
         return self.schema
-
-    @property
-    def databases_only(self) -> bool:
-        """Whether this engine decides statements by databases alone: no table rule, the standard
-        semantics, no derived-table state. It then decides every `plain_statement` alike, by its
-        default database."""
-        return not (self.table_rules_on or self.settings.semantics == "effective" or self.settings.track_derived_tables)
 
     def _decide_by_database(self, info: StatementInfo, current_db: str | None, rewritten: str,
                             counted: tuple[str, ...]) -> Decision:
@@ -582,7 +571,6 @@ _BY_DATABASE_MAX = 4096  # remembered statement answers per engine (no table rul
 # knowledge are never remembered: their answer can change with the stream.
 _STATEMENT_LEN = 2048
 _STATEMENTS_MAX = 4096
-_READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})
 _UNPARSED = "unparsed statement"  # how an unparsed statement's assumption starts (both semantics: `account`)
 # statement_kept: the plain statements decided by their default database without a parse.
 _DATABASE_ONLY_VERBS = frozenset({"INSERT", "REPLACE", "DELETE"})

@@ -47,9 +47,10 @@ from dumpfilter import _core
 from dumpfilter.codec.event import decode_text
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK
 from dumpfilter.rules.decider import Decider, Gated, gate_table
-from dumpfilter.rules.decisions import Decision
+from dumpfilter.rules.decisions import Decision, lower_tables
+from dumpfilter.rules.evaluate import parse_statement
 from dumpfilter.rules.gate import Gate
-from dumpfilter.rules.statement_info import Parses
+from dumpfilter.rules.statement_info import DATABASE_KINDS, READS_STATE, Kind, Parses, TableRef
 from dumpfilter.rules.statements import statement_tables
 
 
@@ -133,6 +134,7 @@ class KeyShapes(dict[bytes, int]):
         super().__init__()
         self.parses: Parses = {}
         self.texts: dict[int, tuple[str, str | None]] = {}  # a shape's first statement and its database, decoded
+        self._tables: dict[tuple[str, str, bool], tuple[Kind, tuple[TableRef, ...]] | None] = {}  # `tables_of`
         self._numbered: dict[int, tuple[Sequence[_core.StatementKey], Numbered]] = {}  # by id(keys)
         self.names: dict[tuple[str, str], int] = {}  # table names numbered alike (`name_ids`)
         self._last_names: tuple[Sequence[tuple[str, str]], int, bytes] = ((), 0, b"")
@@ -152,6 +154,19 @@ class KeyShapes(dict[bytes, int]):
             if len(numbered) >= self.KEPT:
                 del numbered[next(iter(numbered))]  # the oldest list (each holds its keys alive)
             numbered[id(keys)] = (keys, found)
+        return found
+
+    def tables_of(self, sql: str, db: str, lower: bool) -> tuple[Kind, tuple[TableRef, ...]] | None:
+        """`TablesOf`: `sql` parsed under `db` (a rule set's session database, rewritten), its names
+        as the applier opens them (`lower`: `Names.lower_incoming`); None where a decision by table
+        rules reads more than its tables' answers (no parse, no table, DDL, READS_STATE, exempt)."""
+        key, tables = (sql, db, lower), self._tables
+        if key in tables:
+            return tables[key]
+        info = parse_statement(sql, db, self.parses)
+        found = None if (not info.parse_ok or not info.updated or info.kind in READS_STATE or info.kind in DATABASE_KINDS
+                         or info.exempt_from_table_rules) else (info.kind, lower_tables(info).updated if lower else info.updated)
+        tables[key] = found  # (one a shape, as `parses`; a dict's writes are atomic under the GIL: a memo)
         return found
 
     def name_ids(self, names: Sequence[tuple[str, str]]) -> bytes:
@@ -192,7 +207,7 @@ class KeepTable:
         self.gate = gate if gate is not None and gate.bounds else None
         self._account = rules.account
         self._decide: DecideKey = decide_key or (lambda sql, db: (rules.decide_statement_key(sql, db, parses), True))
-        self._reads: Callable[[str, str | None, Parses], Hashable | None] = rules.key_reads
+        self._reads = rules.key_reads
         self.keys_enabled = rules.keys_statements if keys_enabled is None else keys_enabled
         self._by_name = bytearray()  # by the shapes' name id: each table's keep byte, asked once (`tables`)
         # By shape id: each key decided once, its keep code (_UNDECIDED until then), answer, hit class.
@@ -242,7 +257,7 @@ class KeepTable:
                 texts.clear()
             text = texts[shape] = (decode_text(key.sql), decode_text(key.db) or None)
         sql, db = text
-        reads = self._reads(sql, db, self.shapes.parses)
+        reads = self._reads(sql, db, self.shapes.tables_of)
         answer = None if reads is None else self._by_reads.get(reads)
         if answer is None:
             decision, pure = self._decide(sql, db)  # (not pure: its units decided in Python, at their position)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -45,6 +45,7 @@ class Kind(StrEnum):
 
 
 DATABASE_KINDS = frozenset({Kind.CREATE_DB, Kind.ALTER_DB, Kind.DROP_DB})
+READS_STATE = frozenset({Kind.UPDATE_MULTI, Kind.DROP_TRIGGER})  # decided by the schema model or triggers too
 # Statements that write rows, and the DDL whose changes stay with the tables it names.
 WRITE_KINDS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
                          Kind.LOAD_DATA})
@@ -113,3 +114,4 @@ StatementInfo.__init__ = _info_init  # type: ignore[method-assign,assignment]
 # A memo of parses by (text, default database), shared by the engines deciding one statement, so
 # that it is parsed once whatever the number of rule sets (RuleEngine.decide_statement).
 Parses = dict[tuple[str, str], StatementInfo]
+TablesOf = Callable[[str, str, bool], "tuple[Kind, tuple[TableRef, ...]] | None"]  # KeyShapes.tables_of

@@ -218,15 +218,10 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
     (db, table) of the last one's name ids. A live master's shadow candidates are counted over the
     UnitLists its streams' segment reads scanned (spark_jobs.tasks.shadow_counts)."""
     gates = list(gates) if gates is not None else [None] * len(slaves)
-    alike: dict[tuple[str, str, Gate | None, str], int] = {}
-    distinct: list[tuple[SlaveSpec, Gate | None]] = []
-    which: list[int] = []
-    for spec, gate in zip(slaves, gates):
-        key = (repr(spec.rules), repr(spec.settings), gate, spec.skip_policy)
-        if key not in alike:
-            alike[key] = len(distinct)
-            distinct.append((spec, gate))
-        which.append(alike[key])
+    alike: dict[tuple[str, str, Gate | None, str], tuple[int, SlaveSpec, Gate | None]] = {}  # the first of each
+    which = [alike.setdefault((repr(s.rules), repr(s.settings), gate, s.skip_policy), (len(alike), s, gate))[0]
+             for s, gate in zip(slaves, gates)]
+    distinct = [(s, gate) for _, s, gate in alike.values()]
     counters: list[_SlaveCounter] | None = None
     rotate_end = False
     last_time = 0
