@@ -115,10 +115,7 @@ pub fn walk(
     let keys = tallied.map_or(0, |(_, k)| k.len());
     let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
-    let mut owed = match opt.pending {
-        Some(raw) => Owed::Given(raw),
-        None => Owed::None,
-    };
+    let mut owed = opt.pending.map_or(Owed::None, Owed::Given);
     let mut batch = opt.batch_bytes;
     let mut i = from;
     let mut made = None; // the Heartbeats of the last unit's part (its file)

@@ -130,10 +130,8 @@ pub fn route(
         };
         let by_keys = u.flags & ROUTED != ROUTED || !(mariadb || my.is_some());
         if by_keys {
-            let taken = match stmt {
-                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, &mut copies),
-                None => false,
-            };
+            let taken = stmt
+                .is_some_and(|st| u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, &mut copies));
             if !taken {
                 break;
             }

@@ -151,12 +151,10 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         let column = bytes(py, &column);
         Ok(SetColumn { qualifier, column })
     });
-    let trigger_def = match f.trigger_def {
-        Some(TriggerDef { timing, event }) => {
-            Some(Py::new(py, TriggerDefinition { timing, event })?)
-        }
-        None => None,
-    };
+    let trigger_def = f
+        .trigger_def
+        .map(|TriggerDef { timing, event }| Py::new(py, TriggerDefinition { timing, event }))
+        .transpose()?;
     let write = |w: &Write| -> PyResult<Py<BodyWrite>> {
         let (table, event, start, end) = match w {
             Write::Table(table, event) => (Some(qname(py, table)?), *event, 0, 0),
