@@ -124,10 +124,7 @@ pub fn route(
             break;
         }
         let mariadb = u.flags & F_MARIADB_GTID != 0;
-        let my = match mysql {
-            Some(m) if !mariadb && is_mysql_unit(u.flags) => Some(m),
-            _ => None,
-        };
+        let my = mysql.filter(|_| !mariadb && is_mysql_unit(u.flags));
         let by_keys = u.flags & ROUTED != ROUTED || !(mariadb || my.is_some());
         if by_keys {
             let taken = stmt
