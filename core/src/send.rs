@@ -353,8 +353,7 @@ pub fn walk(
                 }
             }
             PARTIAL if opt.partial_ok => {
-                let cut = cut(plan, i, buf, keep, opt);
-                let Some((cut, events)) = cut else {
+                let Some((cut, events)) = cut(plan, i, buf, keep, opt) else {
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);
