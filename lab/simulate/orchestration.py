@@ -180,11 +180,8 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
     address = f"{listen.rpartition(':')[0]}:{port}"
     try:
         with byte_progress(console, show=show_progress) as progress:
-            tasks = {}
-            for plan in plans:
-                if plan.role != POLICY:
-                    tasks[plan] = progress.add_task(plan.label if plan.role == MAIN else "everything (no filter)",
-                                                    total=total)
+            tasks = {plan: progress.add_task(plan.label if plan.role == MAIN else "everything (no filter)", total=total)
+                     for plan in plans if plan.role != POLICY}
             variants = [p for p in plans if p.role == POLICY]
             variant_task = progress.add_task(f"{len(variants)} skip-policy variants", total=total * len(variants)) \
                 if variants else None
