@@ -291,12 +291,9 @@ def serve_command(args: argparse.Namespace) -> int:
     if endpoint is not None:
         endpoint.stop()
     master.stop(args.grace)
-    if metrics is not None:
-        metrics.stop()
-    if retention is not None:
-        retention.stop()
-    if replicator is not None:
-        replicator.stop()
+    for part in (metrics, retention, replicator):
+        if part is not None:
+            part.stop()
     # Drained, it ends as every command ends at that signal (cli.app): one line, exit 143 for
     # SIGTERM, 130 for SIGINT (issue #62).
     raise Terminated if received == signal.SIGTERM else KeyboardInterrupt

@@ -105,11 +105,8 @@ impl Format {
 
     #[inline]
     pub fn post_header_len(&self, t: u8) -> u8 {
-        if t >= 1 && (t as usize) <= self.post_header.len() {
-            self.post_header[t as usize - 1]
-        } else {
-            0
-        }
+        let at = usize::from(t).wrapping_sub(1); // (type 0: usize::MAX, past the end)
+        self.post_header.get(at).copied().unwrap_or(0)
     }
 
     /// Table ids are 6 bytes, except in 5.1 pre-GA servers whose post-header is 6 bytes long.

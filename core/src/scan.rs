@@ -206,11 +206,7 @@ impl RunCount {
         let holes = inner.placeholders.min(u32::MAX as u64);
         let rand = (HEADER_LEN + 16 + crc_len) as u64;
         let commit = (HEADER_LEN + COMMIT_BODY.len() + crc_len) as u64;
-        let commits = if inner.commits {
-            inner.units * commit
-        } else {
-            0
-        };
+        let commits = u64::from(inner.commits) * inner.units * commit;
         let sent = (inner.range.1 - inner.range.0) as u64 + holes * rand + commits;
         let events = 2 * inner.units + holes;
         self.events = self.events.saturating_add(events.saturating_sub(1));

@@ -115,10 +115,7 @@ pub fn walk(
     let keys = tallied.map_or(0, |(_, k)| k.len());
     let mut s = Sent::for_walk(keys, own_room(opt));
     let n = row.len().min(plan.units.len());
-    let mut owed = match opt.pending {
-        Some(raw) => Owed::Given(raw),
-        None => Owed::None,
-    };
+    let mut owed = opt.pending.map_or(Owed::None, Owed::Given);
     let mut batch = opt.batch_bytes;
     let mut i = from;
     let mut made = None; // the Heartbeats of the last unit's part (its file)
@@ -356,8 +353,7 @@ pub fn walk(
                 }
             }
             PARTIAL if opt.partial_ok => {
-                let cut = cut(plan, i, buf, keep, opt);
-                let Some((cut, events)) = cut else {
+                let Some((cut, events)) = cut(plan, i, buf, keep, opt) else {
                     break;
                 };
                 flush(&mut owed, &mut s, &mut batch);

@@ -87,11 +87,7 @@ pub fn skipped(
         // A statement unit's framing Queries are its keys' to say; of a row unit, or a lone
         // statement (a GTID and one Query, never a framing one), only the GTID and XID frame it.
         SKIP_PLACEHOLDER => {
-            let kept = match framing {
-                Some(kept) => kept,
-                None if u.tabled || u.events == 2 => &[][..],
-                None => return None,
-            };
+            let kept = framing.or((u.tabled || u.events == 2).then_some(&[][..]))?;
             let mut out = out;
             match out.as_deref_mut() {
                 Some(out) if runs => {
@@ -149,11 +145,7 @@ pub fn stretch_unit<'a>(
             form,
         });
     }
-    let kept = match framing {
-        Some(kept) => kept,
-        None if u.tabled || u.events == 2 => &[][..],
-        None => return None,
-    };
+    let kept = framing.or((u.tabled || u.events == 2).then_some(&[][..]))?;
     stretch_pair(raw, u, kept, crc).map(|(gtid, xid, form)| StretchUnit {
         gtid,
         xid: Some(xid),

@@ -124,16 +124,11 @@ pub fn route(
             break;
         }
         let mariadb = u.flags & F_MARIADB_GTID != 0;
-        let my = match mysql {
-            Some(m) if !mariadb && is_mysql_unit(u.flags) => Some(m),
-            _ => None,
-        };
+        let my = mysql.filter(|_| !mariadb && is_mysql_unit(u.flags));
         let by_keys = u.flags & ROUTED != ROUTED || !(mariadb || my.is_some());
         if by_keys {
-            let taken = match stmt {
-                Some(st) => u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, &mut copies),
-                None => false,
-            };
+            let taken = stmt
+                .is_some_and(|st| u.flags & F_MARIADB_GTID != 0 && st.copies(buf, i, &mut copies));
             if !taken {
                 break;
             }

@@ -33,11 +33,7 @@ pub fn is_mysql_unit(flags: u32) -> bool {
 
 impl MysqlRoute<'_> {
     fn crc_len(&self) -> usize {
-        if self.crc {
-            4
-        } else {
-            0
-        }
+        usize::from(self.crc) * 4
     }
 
     /// Where the Query event `ev`'s default database lies (start, length), or None where its

@@ -86,10 +86,7 @@ pub fn is_control(t: u8) -> bool {
 /// server_id is never 0), so a reader of statement context (a real RAND before its Query)
 /// declines a unit that holds one.
 pub fn is_placeholder(buf: &[u8], at: usize) -> bool {
-    let flags = match (buf.get(at + 17), buf.get(at + 18)) {
-        (Some(lo), Some(hi)) => u16::from_le_bytes([*lo, *hi]),
-        _ => return false,
-    };
+    let flags = crate::le::u16_at(buf, at + 17).unwrap_or(0);
     buf.get(at + 4) == Some(&RAND)
         && crate::le::u32_at(buf, at + 5) == Some(0)
         && flags & LOG_EVENT_SKIP_REPLICATION_F != 0

@@ -437,10 +437,8 @@ impl UnitList {
         if !matches!(made, Some((p, _)) if *p == u.part) {
             *made = Some((u.part, Heartbeats::new(&part.file, server_id, crc)));
         }
-        match made {
-            Some((_, maker)) => maker.append(part.base + u.end() as u64, out),
-            None => 0,
-        }
+        let Some((_, maker)) = made else { return 0 };
+        maker.append(part.base + u.end() as u64, out)
     }
 
     /// The size of the Heartbeat `heartbeat(k, ..)` appends, without making it.

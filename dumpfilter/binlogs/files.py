@@ -163,16 +163,7 @@ class GzipBinlog(gzip.GzipFile):
                 hint = (": it is a plain binlog (rename it without .gz)" if self._starts_with_magic()
                         else " (no gzip header)")
                 return BinlogError(f"not a gzip file, though its name ends in .gz{hint}", path=path, offset=0)
-            if text.startswith("Not a gzipped file"):
-                what = "bytes after the gzip data that are not gzip data"
-            elif text.startswith("CRC check failed"):
-                what = "gzip CRC32 mismatch: the compressed data is corrupt"
-            elif text.startswith("Incorrect length"):
-                what = "gzip length mismatch: the compressed data is corrupt"
-            elif text.startswith("Unknown compression method"):
-                what = "unknown gzip compression method"
-            else:
-                what = "corrupt gzip header"
+            what = next((what for start, what in _GZIP_FAULTS if text.startswith(start)), "corrupt gzip header")
             return BinlogError(what, path=path, offset=at)
         assert isinstance(exc, OSError)
         return file_error(exc, path)
@@ -186,6 +177,11 @@ class GzipBinlog(gzip.GzipFile):
 
 # gzip.BadGzipFile is an OSError: GzipBinlog._error tells them apart.
 _GZIP_ERRORS = (EOFError, zlib.error, OSError)
+# gzip.BadGzipFile's messages past the header, by how they start: what GzipBinlog._error says.
+_GZIP_FAULTS = (("Not a gzipped file", "bytes after the gzip data that are not gzip data"),
+                ("CRC check failed", "gzip CRC32 mismatch: the compressed data is corrupt"),
+                ("Incorrect length", "gzip length mismatch: the compressed data is corrupt"),
+                ("Unknown compression method", "unknown gzip compression method"))
 
 
 def binlog_format(path: str | os.PathLike[str], *, verify_checksums: bool = False) -> FormatDescription:

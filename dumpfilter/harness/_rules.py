@@ -71,11 +71,7 @@ class Rules:
     @property
     def lines(self) -> list[str]:
         """The assembled rules, one mysqld option a line (WL#2516 patterns as DO=/IGNORE=/REWRITE=)."""
-        rules = self._ruleset
-        lines = list(rules.option_lines())
-        lines += [f"DO='{p}'" for p in rules.effective_do] + [f"IGNORE='{p}'" for p in rules.effective_ignore]
-        lines += [f"REWRITE={a}->{b}" for a, b in rules.effective_rewrite]
-        return lines
+        return self._ruleset.lines()
 
     def settings_for(self, flavor: str | None = None) -> Settings:
         """The rule engine's settings (`flavor` when these rules name none)."""

@@ -89,9 +89,7 @@ def registry_from_requests(requests: Iterable[tuple[str | None, RuleSet | None, 
     startup = StartupFilters(RuleSet(**startup_global), startup_channels)
     registry = FilterRegistry.from_startup(startup, channels)
     for change in texts:
-        extra_changes = [(t, r) for t, r in change.changes if t in EXTRA_TYPES]
-        for rule_type, replaced in extra_changes:
-            extra[rule_type] = replaced
+        extra.update((t, r) for t, r in change.changes if t in EXTRA_TYPES)
         change = FilterChange(tuple((t, r) for t, r in change.changes if t not in EXTRA_TYPES), change.channel)
         if change.channel is not None and change.channel not in registry.channels:
             warnings.append(f"filters for channel '{change.channel}' which does not exist were discarded")

@@ -37,6 +37,7 @@ Counted per rule and kind, with the first few positions and statements, the caus
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -94,13 +95,12 @@ class Group:
     count: int = 0
     writes: list[Write] = field(default_factory=list)
     # (default database tested, database of the table written) -> writes
-    pairs: dict[tuple[str, str], int] = field(default_factory=dict)
-    tables: dict[str, int] = field(default_factory=dict)  # db.table -> writes that got it wrong
+    pairs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    tables: Counter[str] = field(default_factory=Counter)  # db.table -> writes that got it wrong
 
     def cause(self) -> str:
-        shown = ", ".join(f"'{db or '(none)'}' for {table_db}" for (db, table_db), _ in
-                          sorted(self.pairs.items(), key=lambda p: -p[1])[:3])
-        tables = ", ".join(t for t, _ in sorted(self.tables.items(), key=lambda p: -p[1])[:3])
+        shown = ", ".join(f"'{db or '(none)'}' for {table_db}" for (db, table_db), _ in self.pairs.most_common(3))
+        tables = ", ".join(t for t, _ in self.tables.most_common(3))
         if self.kind == MISPLACED:
             return (f"{self.rule} rewrote the statement's default database only ({shown}); a table its text "
                     "qualifies keeps that database on the replica, where a row event of the same write lands "
@@ -172,10 +172,8 @@ class Divergence:
         if group is None:
             group = self.groups[key] = Group(*key)
         group.count += 1
-        for table_db in dict.fromkeys(ref[0] for ref in tables):
-            group.pairs[(db, table_db)] = group.pairs.get((db, table_db), 0) + 1
-        for name in (f"{d}.{t}" for d, t in tables):
-            group.tables[name] = group.tables.get(name, 0) + 1
+        group.pairs.update((db, table_db) for table_db in dict.fromkeys(ref[0] for ref in tables))
+        group.tables.update(f"{d}.{t}" for d, t in tables)
         if len(group.writes) < self.keep:
             group.writes.append(Write(file, pos, gtid, db, tuple(f"{d}.{t}" for d, t in tables), sql,
                                       tuple(f"{d}.{t}" for d, t in landed)))

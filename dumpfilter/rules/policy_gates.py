@@ -211,10 +211,7 @@ class Granted(Protocol):
 
 def owner_of(grants: Mapping[str, Granted], server_id: int) -> str | None:
     """The identity whose `server_ids` list names `server_id`, if any."""
-    for name, grant in grants.items():
-        if server_id in grant.server_ids:
-            return name
-    return None
+    return next((name for name, grant in grants.items() if server_id in grant.server_ids), None)
 
 
 def slave_gate(identity: str, grant: Granted | None, server_id: int, owner: str | None) -> Gate:

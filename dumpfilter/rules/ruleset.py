@@ -137,6 +137,12 @@ class RuleSet:
                 lines.append(f"{option_name(rule_type)}={text}")
         return lines
 
+    def lines(self) -> list[str]:
+        """`option_lines()`, then the WL#2516 patterns as DO=/IGNORE=/REWRITE= lines."""
+        return [*self.option_lines(), *(f"DO='{p}'" for p in self.effective_do),
+                *(f"IGNORE='{p}'" for p in self.effective_ignore),
+                *(f"REWRITE={a}->{b}" for a, b in self.effective_rewrite)]
+
 
 # Documented limits (README "Limits"): a rule is at most MAX_RULE_LENGTH characters (MySQL names
 # are at most 64 characters, so a db.table pattern with every character escaped fits), and one

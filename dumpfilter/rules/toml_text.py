@@ -141,10 +141,8 @@ class Locator:
 
     def _find(self, pattern: str, start: int = 0, stop: int | None = None) -> int | None:
         regex = re.compile(pattern)
-        for number in range(start, len(self.lines) if stop is None else stop):
-            if regex.match(self.lines[number]):
-                return number
-        return None
+        numbers = range(start, len(self.lines) if stop is None else stop)
+        return next((number for number in numbers if regex.match(self.lines[number])), None)
 
     def top(self, key: str) -> str:
         line = self._find(rf"\s*(\[\[?\s*{re.escape(key)}\s*[\].]\]?|{re.escape(key)}\s*[.=])")

@@ -32,7 +32,6 @@ from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
 
 if TYPE_CHECKING:
     from dumpfilter.lab.simulate.lint_process import LintKey
-    from dumpfilter.rules.ruleset import RuleSet
 
 DEFAULT_TOPOLOGY = "default_topology.toml"
 DEFAULT_LISTEN = "127.0.0.1:0"  # the master's gRPC address: loopback, a free port
@@ -181,11 +180,8 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
     address = f"{listen.rpartition(':')[0]}:{port}"
     try:
         with byte_progress(console, show=show_progress) as progress:
-            tasks = {}
-            for plan in plans:
-                if plan.role != POLICY:
-                    tasks[plan] = progress.add_task(plan.label if plan.role == MAIN else "everything (no filter)",
-                                                    total=total)
+            tasks = {plan: progress.add_task(plan.label if plan.role == MAIN else "everything (no filter)", total=total)
+                     for plan in plans if plan.role != POLICY}
             variants = [p for p in plans if p.role == POLICY]
             variant_task = progress.add_task(f"{len(variants)} skip-policy variants", total=total * len(variants)) \
                 if variants else None
@@ -311,7 +307,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
                                  "filter_semantics": s.settings.semantics, "flavor": s.settings.flavor,
                                  "lower_case_table_names": s.settings.lower_case_table_names,
                                  "skip_policy": s.skip_policy, "user": s.user, "rules": list(s.rule_text),
-                                 "effective_rules": _rule_lines(s.rules)} for s in topology.slaves]},
+                                 "effective_rules": s.rules.lines()} for s in topology.slaves]},
         "slaves": rows,
         "streams": stream_times(results),
         "verify": [v.to_json() for v in verifications] if verifications else None,
@@ -346,14 +342,6 @@ def stream_times(results: list[StreamResult]) -> list[dict[str, Any]]:
              "skip_policy": r.plan.skip_policy, "wall_seconds": round(r.wall_seconds, 4),
              "bytes_read": r.stats.get("bytes_read", 0), "bytes_sent": r.counters.get("bytes_received", 0)}
             for r in results]
-
-
-def _rule_lines(rules: RuleSet) -> list[str]:
-    """The rules of a slave after options, my.cnf and CHANGE statements were combined, one per line."""
-    lines = list(rules.option_lines())
-    lines += [f"DO='{p}'" for p in rules.effective_do] + [f"IGNORE='{p}'" for p in rules.effective_ignore]
-    lines += [f"REWRITE={a}->{b}" for a, b in rules.effective_rewrite]
-    return lines
 
 
 def _kept_and_overhead(result: StreamResult) -> dict[str, int]:

@@ -396,8 +396,5 @@ class Router:
 
 
 def _has_content(events: list[Event]) -> bool:
-    for event in events:
-        if event.type_code in (EventType.TABLE_MAP, EventType.TRANSACTION_PAYLOAD) or event.is_rows or (
-                event.is_query and not framing_statement(event.query.sql)):
-            return True
-    return False
+    return any(event.type_code in (EventType.TABLE_MAP, EventType.TRANSACTION_PAYLOAD) or event.is_rows
+               or (event.is_query and not framing_statement(event.query.sql)) for event in events)

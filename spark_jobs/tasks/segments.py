@@ -159,9 +159,7 @@ JOIN_BLOCK_BYTES = 1 << 20  # the join renumbers and writes a segment this much 
 
 def read_index(seg_dir: str | os.PathLike[str], chunk_no: int, name: str, units: int) -> tuple[array[int], array[int]]:
     """A segment's unit ends (offsets in the segment) and ordinals."""
-    index = array("q")
-    with open(str(segment_stem(seg_dir, chunk_no, name)) + ".idx", "rb") as f:
-        index.frombytes(f.read())
+    index = array("q", Path(str(segment_stem(seg_dir, chunk_no, name)) + ".idx").read_bytes())
     return index[:units], index[units:]
 
 

@@ -118,11 +118,7 @@ pub fn lex(sql: &[u8]) -> Result<Lexed, Unlexed> {
                 Kind::Str
             }
         } else {
-            i += if b == b'-' && next == Some(b'>') {
-                2
-            } else {
-                1
-            };
+            i += 1 + usize::from(b == b'-' && next == Some(b'>')); // (`->` is one punctuation)
             Kind::Punct
         };
         // (bytes outside ASCII: a name or text in Python's case rules)

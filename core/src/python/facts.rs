@@ -151,12 +151,10 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         let column = bytes(py, &column);
         Ok(SetColumn { qualifier, column })
     });
-    let trigger_def = match f.trigger_def {
-        Some(TriggerDef { timing, event }) => {
-            Some(Py::new(py, TriggerDefinition { timing, event })?)
-        }
-        None => None,
-    };
+    let trigger_def = f
+        .trigger_def
+        .map(|TriggerDef { timing, event }| Py::new(py, TriggerDefinition { timing, event }))
+        .transpose()?;
     let write = |w: &Write| -> PyResult<Py<BodyWrite>> {
         let (table, event, start, end) = match w {
             Write::Table(table, event) => (Some(qname(py, table)?), *event, 0, 0),
@@ -177,13 +175,10 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         .as_ref()
         .map(|ws| list(py, ws.iter().map(write)))
         .transpose()?;
-    let target = match &f.target {
-        Some((object, name)) => {
-            let name = qname(py, name)?;
-            Some(Py::new(py, ObjectTarget { object, name })?)
-        }
-        None => None,
-    };
+    let target = f.target.as_ref().map(|(object, name)| {
+        let name = qname(py, name)?;
+        Py::new(py, ObjectTarget { object, name })
+    });
     let column_changes = f.column_changes.map(|changes| {
         let change = |(old, new)| Py::new(py, ColumnChange { old, new });
         list(py, changes.into_iter().map(change))
@@ -204,7 +199,7 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
         column_changes: column_changes.transpose()?,
         trigger_def,
         writes,
-        target,
+        target: target.transpose()?,
         read_text: f.read_text.as_deref().map(|t| bytes(py, t)),
         refs_text: f.refs_text.as_deref().map(|t| bytes(py, t)),
         ctes: f.ctes,

@@ -86,20 +86,16 @@ impl ScanJob {
         let out = self
             .scanner
             .units(data, self.off, self.base, self.limit, self.at_eof);
-        let ahead = if self.statements {
-            statements_ahead(&self.scanner, &out, data)
-        } else {
-            None
-        };
+        let ahead = self
+            .statements
+            .then(|| statements_ahead(&self.scanner, &out, data));
         let stmts = self
             .unit_statements
             .then(|| part_statements(data, &out.units));
-        let needs = if self.annotations {
-            annotations_ahead(&self.scanner, &out, data)
-        } else {
-            None
-        };
-        (self.scanner, out, ahead, stmts, needs)
+        let needs = self
+            .annotations
+            .then(|| annotations_ahead(&self.scanner, &out, data));
+        (self.scanner, out, ahead.flatten(), stmts, needs.flatten())
     }
 }
 

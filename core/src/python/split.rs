@@ -39,14 +39,12 @@ pub(super) fn split_route<'py>(
     scanner.here()?;
     let keep_slices: Vec<&[u8]> = keeps.iter().map(|k| k.as_bytes()).collect();
     let (units, tables) = (&scanner.last_units, &scanner.last_tables);
-    let stmt = match (&stmt_keeps, &scanner.last_stmt) {
-        (Some(k), Some(st)) => Some(split::StmtRoute {
-            units: st,
-            keeps: k.iter().map(|b| b.as_bytes()).collect(),
-            framing,
-        }),
-        _ => None,
-    };
+    let stmt = stmt_keeps.as_ref().zip(scanner.last_stmt.as_ref());
+    let stmt = stmt.map(|(k, st)| split::StmtRoute {
+        units: st,
+        keeps: k.iter().map(|b| b.as_bytes()).collect(),
+        framing,
+    });
     // MySQL units are copied where the scanner knows the format (CRC32, the Query post-header).
     let mysql = scanner.inner.fmt.as_ref().map(|f| split_mysql::MysqlRoute {
         crc: f.checksum_len != 0,

@@ -40,13 +40,10 @@ pub(super) fn lone_queries(
             let (db, sql) = (&buf[db], &buf[sql]);
             match sql::plain_statement(sql) {
                 Some(true) => {
-                    let at = match plain.iter().position(|(d, _)| *d == db) {
-                        Some(at) => at,
-                        None => {
-                            plain.push((db, Vec::new()));
-                            plain.len() - 1
-                        }
-                    };
+                    let at = plain.iter().position(|(d, _)| *d == db).unwrap_or_else(|| {
+                        plain.push((db, Vec::new()));
+                        plain.len() - 1
+                    });
                     plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
                 }
                 plain => others.append(LoneQuery {

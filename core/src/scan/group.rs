@@ -72,11 +72,7 @@ impl Scanner {
                 }
             };
             let nxt = pos + size;
-            let fmt_before = if t == FORMAT_DESCRIPTION {
-                Some(self.fmt.clone())
-            } else {
-                None
-            };
+            let fmt_before = (t == FORMAT_DESCRIPTION).then(|| self.fmt.clone());
             let unknown = match self.check(buf, pos, nxt, t, base) {
                 Ok(u) => u,
                 Err(e) => {

@@ -248,11 +248,9 @@ pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option
     // pass of the 500 MB MySQL bench binlog, each list an allocation (perf).
     let (mut walk, mut rest) = (hops::events(sent, g, sent.len()), 0u64);
     for (at, size) in walk.by_ref() {
-        rest += if is_placeholder(sent, at) {
-            0
-        } else {
-            size as u64
-        };
+        if !is_placeholder(sent, at) {
+            rest += size as u64;
+        }
     }
     if walk.at != sent.len() {
         return None;
