@@ -10,7 +10,8 @@ start), read when the 8 slaves are caught up and gone and (shadow) every candida
 the binlog's end (ListShadows). Lint is off in both (`--lint-max-mb 0`: lint runs in a process of
 its own, not the master's). Each run is made DUMPFILTER_BENCH_REPEAT (2) times, interleaved; the
 least CPU is kept, and beside the ratio of those bests the median of each round's own ratio (its
-candidates run against the streams run just before it: one fast or slow round moves it less). Each run also reports the master's minor page faults and, with candidates, the
+candidates run against the streams run just before it: one fast or slow round moves it less).
+Each run also reports the master's minor page faults and, with candidates, the
 `shadow-pass` thread's user and system CPU and minor faults from /proc/PID/task/TID/stat (the
 thread found by name with py-spy: DUMPFILTER_PY_SPY, else on PATH, else ../main/.venv/bin/py-spy;
 without it the thread's figures are left out). The binlog: DUMPFILTER_SHADOW_DIR (a real binlog over db1..db8, or over the
