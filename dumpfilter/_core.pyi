@@ -37,6 +37,7 @@ __all__ = [
     "F_TAGGED_GTID",
     "F_UNKNOWN_NON_IGNORABLE",
     "FlagWords",
+    "GroupBytes",
     "GtidRun",
     "HopResult",
     "KEEP_ASK",
@@ -48,6 +49,8 @@ __all__ = [
     "KIND_REPLACE",
     "KIND_REPLACE_SELECT",
     "KIND_UPDATE",
+    "KeyIndex",
+    "KeyNumbers",
     "KeyUse",
     "KeysUsed",
     "LoneGroup",
@@ -394,6 +397,32 @@ class FlagWords:
     def __len__(self) -> builtins.int: ...
 
 @typing.final
+class GroupBytes:
+    r"""
+    `StatementTables.met`: one group's bytes among a list's statement units.
+    """
+    @property
+    def group(self) -> builtins.int:
+        r"""
+        The caller's group.
+        """
+    @property
+    def payload(self) -> builtins.int:
+        r"""
+        Its statements' bytes, with their context events.
+        """
+    @property
+    def envelope(self) -> builtins.int:
+        r"""
+        Its share of the envelopes of the units it first wrote its table in.
+        """
+    @property
+    def key(self) -> builtins.int:
+        r"""
+        The key id whose statement it was first met in.
+        """
+
+@typing.final
 class GtidRun:
     r"""
     `UnitList.mysql_gtids`: the gnos first..last (both in) of one source uuid.
@@ -414,6 +443,46 @@ class HopResult:
     def events(self) -> builtins.int: ...
     @property
     def stop(self) -> builtins.int: ...
+
+@typing.final
+class KeyIndex:
+    r"""
+    Statement keys (`StatementKey.key`) numbered from 0 in the order first met, the numbers kept
+    across calls: a buffer's keys are read as the numbers of keys met before, Python reads only
+    the new ones. `twins`: plain INSERT, REPLACE, DELETE and UPDATE keys of one table and
+    database take one number (their decisions under rpl_filter.cc do not read the verb:
+    rules.keep_table's shapes). Numbering holds a lock: threads may share an index.
+    """
+    def __new__(cls, twins: builtins.bool = ...) -> KeyIndex: ...
+    def number(self, keys: typing.Sequence[StatementKey]) -> KeyNumbers:
+        r"""
+        Each key's number, and the positions in `keys` of the keys numbered by this call.
+        """
+    def __len__(self) -> builtins.int:
+        r"""
+        The keys numbered so far.
+        """
+    def clear(self) -> None:
+        r"""
+        Every number forgotten: the next key met is 0 again.
+        """
+
+@typing.final
+class KeyNumbers:
+    r"""
+    `KeyIndex.number`: each key's number, and the keys numbered first by the call.
+    """
+    @property
+    def numbers(self) -> bytes:
+        r"""
+        Each key's number (u32 little-endian, in the keys' order).
+        """
+    @property
+    def new(self) -> builtins.list[builtins.int]:
+        r"""
+        The positions among the keys of those numbered by this call, in order (their
+        numbers the index's length before it, and up).
+        """
 
 @typing.final
 class KeyUse:
@@ -1105,18 +1174,13 @@ class StatementShape:
 @typing.final
 class StatementTables:
     r"""
-    `UnitList.statement_tables`: the statement units' bytes by group of keys (see
-    tally::statement_tables).
+    `UnitList.statement_tables`: the statement units' bytes by the caller's groups of keys
+    (see tally::statement_groups).
     """
     @property
-    def payload(self) -> builtins.list[builtins.int]:
+    def met(self) -> builtins.list[GroupBytes]:
         r"""
-        Per group: its statements' bytes, with their context events.
-        """
-    @property
-    def envelope(self) -> builtins.list[builtins.int]:
-        r"""
-        Per group: its share of the envelopes of the units it first wrote its table in.
+        The groups met, in the order first met.
         """
     @property
     def framing(self) -> builtins.int:
@@ -1127,11 +1191,6 @@ class StatementTables:
     def other(self) -> builtins.int:
         r"""
         The control units' bytes.
-        """
-    @property
-    def first(self) -> builtins.list[builtins.int]:
-        r"""
-        Per key id: its first piece's index (units and statements in order), u64::MAX: not met.
         """
     @property
     def left(self) -> builtins.list[builtins.int]:
@@ -1418,10 +1477,12 @@ class UnitList:
         r"""
         The latest timestamp of the units' events, as their scans read them (0: none).
         """
-    def statement_tables(self, group_of: typing.Sequence[builtins.int], table_of: typing.Sequence[builtins.int], n: builtins.int) -> StatementTables:
+    def statement_tables(self, ids: bytes, group_of: bytes, table_of: bytes, n: builtins.int) -> StatementTables:
         r"""
         The statement units' bytes among units[..n] by group of keys, after `statement_units`
-        (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
+        (tally::statement_groups): `ids` each key id's number across lists (a KeyIndex's, u32
+        little-endian), `group_of` a group per such number and `table_of` a table per group
+        (both u32 little-endian; past the end, or u32::MAX: none, its units left).
         """
     def count_many(self, jobs: typing.Sequence[CountJob], starts: typing.Sequence[builtins.int], carry: builtins.int) -> builtins.list[CountResult]:
         r"""

@@ -34,6 +34,7 @@ mod facts;
 mod flag_words;
 mod functions;
 mod held;
+mod key_index;
 mod results;
 mod scan_thread;
 mod scanner;
@@ -142,6 +143,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyScanner>()?;
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
+    m.add_class::<key_index::PyKeyIndex>()?;
     sent::add_records(m)?;
     unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;

@@ -4,6 +4,8 @@
 //! tables cost the bandwidth). Only event headers, a Rows event's table id and the statement
 //! units' pieces are read; never a row image.
 
+use std::collections::HashMap;
+
 use crate::hops::events;
 use crate::le::{u32_at, u64_at};
 use crate::scan::{CONTROL, F_FAST};
@@ -230,6 +232,69 @@ pub fn statement_tables(
     out
 }
 
+/// A group met among a list's statement units (`statement_groups`): its (caller's) id, its
+/// statements' bytes, its envelope share, and the key id whose statement it was first met in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Met {
+    pub group: u32,
+    pub payload: u64,
+    pub envelope: u64,
+    pub key: u32,
+}
+
+/// `statement_tables` under a caller's groups numbered across lists (`group_of`: a group per key
+/// id, u32::MAX none; `table_of`: a table per group id): the groups met in units 0..n, each
+/// once, in the order first met (ties to the lower key id), with the list's framing, control
+/// and left units. The work is sized by the list's keys, not by every group the caller knows.
+pub fn statement_groups(
+    plan: &UnitList,
+    st: &StmtUnits,
+    group_of: &[u32],
+    table_of: &[u32],
+    n: usize,
+) -> (Vec<Met>, StatementTables) {
+    let mut local: HashMap<u32, u32> = HashMap::new(); // the caller's group -> a dense id here
+    let mut groups: Vec<u32> = Vec::new(); // dense id -> the caller's group
+    let dense: Vec<u32> = (0..st.keys.len())
+        .map(|k| {
+            match group_of
+                .get(k)
+                .filter(|g| table_of.get(**g as usize).is_some())
+            {
+                Some(&g) => *local.entry(g).or_insert_with(|| {
+                    groups.push(g);
+                    groups.len() as u32 - 1
+                }),
+                None => u32::MAX,
+            }
+        })
+        .collect();
+    let tables: Vec<u32> = groups.iter().map(|&g| table_of[g as usize]).collect();
+    let mut t = statement_tables(plan, st, &dense, &tables, n);
+    let mut first: Vec<(u64, u32)> = vec![(u64::MAX, u32::MAX); groups.len()];
+    for (k, (&d, &at)) in dense.iter().zip(&t.first).enumerate() {
+        if let Some(slot) = first.get_mut(d as usize) {
+            *slot = (*slot).min((at, k as u32));
+        }
+    }
+    let mut met: Vec<(u64, u32, u32)> = (first.iter().enumerate())
+        .filter(|(_, f)| f.0 != u64::MAX)
+        .map(|(d, &(at, k))| (at, k, d as u32))
+        .collect();
+    met.sort_unstable();
+    let met = met
+        .into_iter()
+        .map(|(_, key, d)| Met {
+            group: groups[d as usize],
+            payload: t.payload[d as usize],
+            envelope: t.envelope[d as usize],
+            key,
+        })
+        .collect();
+    (t.payload, t.envelope) = (Vec::new(), Vec::new());
+    (met, t)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -357,6 +422,25 @@ pub(crate) mod tests {
         // Both keys in one group of one table: unit a's envelope all to it.
         let one = statement_tables(&list, &st, &[0, 0], &[0], 3);
         assert_eq!(one.envelope, vec![ea + eb]);
+        // Groups numbered by the caller (7 and 3, tables 0 and 1 of four): met in first order.
+        let (met, rest) = statement_groups(&list, &st, &[7, 3], &[9, 9, 9, 1, 9, 9, 9, 0], 3);
+        let want = |group, d: usize, key| Met {
+            group,
+            payload: t.payload[d],
+            envelope: t.envelope[d],
+            key,
+        };
+        assert_eq!(met, vec![want(7, 0, 0), want(3, 1, 1)]);
+        assert_eq!((rest.framing, rest.other, rest.left.len()), (0, 40, 0));
+        // Two keys in one group: met once, from the first key.
+        let (met, _) = statement_groups(&list, &st, &[5, 5], &[0, 0, 0, 0, 0, 0], 3);
+        assert_eq!(
+            met.iter().map(|m| (m.group, m.key)).collect::<Vec<_>>(),
+            vec![(5, 0)]
+        );
+        // A group past `table_of` (or u32::MAX) is none: its units left to Python.
+        let (met, rest) = statement_groups(&list, &st, &[0, u32::MAX], &[0], 3);
+        assert_eq!((met.len(), rest.left), (1, vec![0]));
         // A key without a group leaves its units to Python.
         let left = statement_tables(&list, &st, &[0], &[0], 3);
         assert_eq!(

@@ -12,7 +12,7 @@ decision reads: its kind, the Query's default database and the one table it upda
 and nothing where it is not sure). Under a decider whose statement decisions are a function of that
 key (`Decider.keys_statements`), each key is decided once by its bytes, from the first statement
 met with it (`Decider.decide_statement_key`), whatever scanner or segment met it (their ids
-differ), plain DML twins once for all (`_TWINS`); every statement it answers is accounted
+differ), plain DML twins once for all (`_core.KeyIndex`'s `twins`: not INSERT ... SELECT, parsed apart); every statement it answers is accounted
 (`Decider.account`), so the rule-hit counters come out as if each was decided alone. The keys reach
 the table one way, the same for every walk: before it walks a buffer (a segment's UnitList, a
 scanner's last scan), its statement units are read and their keys answered up front (`rows`, in
@@ -55,9 +55,6 @@ from dumpfilter.rules.statements import statement_tables
 
 
 _SELECT_KINDS = (_core.KIND_INSERT_SELECT, _core.KIND_REPLACE_SELECT)  # a key's first byte
-# A key's kind as its shape reads it: plain DML kinds as one (not INSERT ... SELECT, parsed apart).
-_TWINS = bytes.maketrans(bytes((_core.KIND_INSERT, _core.KIND_REPLACE, _core.KIND_DELETE)),
-                         bytes([_core.KIND_UPDATE]) * 3)
 
 
 class KeyAnswer(NamedTuple):
@@ -118,20 +115,20 @@ def _gated_key(key: bytes, sql: str, db: str | None, decision: Decision, gate: G
     return (KEEP_ASK if key[:1] and key[0] in _SELECT_KINDS else KEEP_KEEP), decision.counted
 
 
-class KeyShapes(dict[bytes, int]):
-    """Statement keys numbered by their bytes, twins as one (a shape id each, from 0), for the keep
-    tables that answer the same buffers (`experiment`'s rule groups, a shadow pass's candidates): a
-    buffer's keys are looked up once for all of them (the last buffers' ids are kept), and each
-    table reads its answers by shape id, not by the key's bytes. A master's streams share one
-    (`DumpService.key_shapes`): each segment's keys are numbered once, not once per stream, and
-    each key's first statement is parsed once for every slave (`parses`); numbering is under a
-    lock (an id is the count of shapes before it)."""
+class KeyShapes:
+    """Statement keys numbered by their bytes, twins as one (a shape id each, from 0:
+    `_core.KeyIndex`), for the keep tables that answer the same buffers (`experiment`'s rule
+    groups, a shadow pass's candidates): a buffer's keys are looked up once for all of them (the
+    last buffers' ids are kept), and each table reads its answers by shape id, not by the key's
+    bytes. A master's streams share one (`DumpService.key_shapes`): each segment's keys are
+    numbered once, not once per stream, and each key's first statement is parsed once for every
+    slave (`parses`); the index numbers under a lock (an id is the count of shapes before it)."""
 
     KEPT = 16  # the key lists whose ids are kept: streams at different segments each find theirs
     TEXTS_KEPT = 4096  # decoded first statements kept (`texts`), at most: a memo, emptied when past it
 
     def __init__(self) -> None:
-        super().__init__()
+        self.index = _core.KeyIndex(twins=True)
         self.parses: Parses = {}
         self.texts: dict[int, tuple[str, str | None]] = {}  # a shape's first statement and its database, decoded
         self._tables: dict[tuple[str, str, bool], tuple[Kind, tuple[TableRef, ...]] | None] = {}  # `tables_of`
@@ -140,16 +137,19 @@ class KeyShapes(dict[bytes, int]):
         self._last_names: tuple[Sequence[tuple[str, str]], int, bytes] = ((), 0, b"")
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        """The shapes numbered so far."""
+        return len(self.index)
+
     def number(self, keys: Sequence[_core.StatementKey]) -> Numbered:
         """The shape ids of `keys`, and what reads a table's bytes by shape id at them (the core's
         `gather`: one call per table)."""
         known = self._numbered.get(id(keys))
         if known is not None and known[0] is keys:
             return known[1]
+        packed = self.index.number(keys).numbers
+        found: Numbered = (memoryview(packed).cast("I"), lambda codes: _core.gather(bytes(codes), packed))
         with self._lock:
-            ids = [self.setdefault(key.key[:1].translate(_TWINS) + key.key[1:], len(self)) for key in keys]
-            packed = struct.pack(f"<{len(ids)}I", *ids)
-            found: Numbered = (ids, lambda codes: _core.gather(bytes(codes), packed))
             numbered = self._numbered
             if len(numbered) >= self.KEPT:
                 del numbered[next(iter(numbered))]  # the oldest list (each holds its keys alive)
@@ -184,7 +184,7 @@ class KeyShapes(dict[bytes, int]):
         return packed
 
 
-Numbered = tuple[list[int], Callable[[bytearray], bytes]]  # KeyShapes.number's
+Numbered = tuple[Sequence[int], Callable[[bytearray], bytes]]  # KeyShapes.number's
 
 
 class KeepTable:

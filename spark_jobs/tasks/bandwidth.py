@@ -48,11 +48,12 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows, KeyShapes
 from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.rules.walk_driver import Driver
 from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
-from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, made_rows
+from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, answer_all, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
 from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, TableName, _unit_tables, envelope_key,
@@ -93,11 +94,16 @@ def _keep_table(rules: RuleSet, settings: Settings, gate: Gate | None) -> KeepTa
     if shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6:
         held.clear()  # (each table's answers are by the shapes' ids)
         shapes = _HELD.shapes = KeyShapes()
+        _HELD.schema = SchemaModel()
     key = (repr(rules), repr(settings), gate)
     found = held.get(key)
     if found is None:
-        found = KeepTable(gated(RuleEngine(rules, settings), gate), shapes=shapes)
-        if settings.semantics == "mysql":
+        mysql = settings.semantics == "mysql"
+        # (mysql semantics: one schema model for the thread's engines, replayed once a unit by
+        # `answer_all`; WL#2516's engines, one per chunk, replay their own)
+        engine = RuleEngine(rules, settings, schema=_HELD.schema, replay_ddl=False) if mysql else RuleEngine(rules, settings)
+        found = KeepTable(gated(engine, gate), shapes=shapes)
+        if mysql:
             held[key] = found
     return found
 
@@ -364,8 +370,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             counter.group.buffer(lone)
             groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
     rows = made_rows(units, names, formats, [(a.keep, a.stmt, a.guards) for a in groups.values()])
-    for a in groups.values():
-        a.answer(rows, bounds[0][0], txn)
+    answer_all(list(groups.values()), rows, bounds[0][0], txn, lone)
     for counter in _count_all(counters, groups, units, bounds, width, crc):
         _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn), bounds, width)
     return current

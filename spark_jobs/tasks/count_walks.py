@@ -8,17 +8,18 @@ adds what each did to the slave's counts."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from dumpfilter import _core
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
 if TYPE_CHECKING:
     from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
-    from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
+    from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 
 
 class _Counted(NamedTuple):
@@ -61,14 +62,54 @@ class GroupAnswers:
         self.stmt_keep = None if self.stmt is None else self.stmt.keep
         self.row, self.slow, self.partial = b"", True, False
 
-    def answer(self, rows: Made, at: int, txn: Callable[[int], Transaction]) -> None:
-        """The group's answers per unit from `at` (`rows`: `made_rows`'), each unit left to Python
-        answered for the group (`RuleGroup.mark`), cut to the buffer's units; whether one is still
-        left to Python (`slow`), whether one is kept in part (`partial`)."""
+    def answer(self, rows: Made, at: int, txn: Callable[[int], Transaction]) -> list[int]:
+        """The group's answers per unit from `at` (`rows`: `made_rows`'), the units left to Python
+        that it answers without the schema model answered (`RuleGroup.mark`); returns the others,
+        for `answer_all`, in order."""
         key = (self.keep, self.stmt_keep, self.guards)
-        row = rows[key] if self.fast_only else self.group.mark(rows[key], at, txn, key)
+        if self.fast_only:
+            self.out: bytes | bytearray = rows[key]
+            return []
+        self.out, left = self.group.mark(rows[key], at, txn)
+        return left
+
+    def done(self) -> None:
+        """Every unit answered: cut to the buffer's units; whether one is still left to Python
+        (`slow`), whether one is kept in part (`partial`)."""
+        row = bytes(self.out)
         self.row = row = row if len(row) == self.n else row[:self.n]
         self.slow, self.partial = not self.fast_only and ROW_SLOW in row, ROW_PARTIAL in row
+
+
+def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[int], Transaction],
+               lone: LoneUnits) -> None:
+    """Every group's answers over a buffer from unit `at`: first what each answers without the
+    schema model (`GroupAnswers.answer`), then the units left, in stream order, each decided for
+    every group that left it, then its schema statements (and those of the lone units answered by
+    parse) replayed into the model the groups' rule engines share (`RuleGroup.schema`: bandwidth's
+    `_keep_table`), once: a decision sees the schema before its unit, as split's Router replays.
+    A DDL-heavy binlog's 11,000 DDL units cost 48 rule groups one replay each, not 48. (A
+    unit's statements are replayed after it: DDL commits implicitly, so no later statement of a
+    unit reads what an earlier one made, but CREATE TEMPORARY TABLE, which the model skips.)"""
+    left: dict[int, list[GroupAnswers]] = {}
+    for a in answers:
+        for k in a.answer(rows, at, txn):
+            left.setdefault(k, []).append(a)
+    schemas = list({id(a.group.schema): a.group.schema for a in answers if a.group.schema is not None}.values())
+    replays = lone.replays() if schemas else {}
+    for k in sorted(left.keys() | replays.keys()):
+        unit = txn(k)
+        for a in left.get(k, ()):
+            a.group.decide(cast(bytearray, a.out), k, unit)
+        for schema in schemas:
+            if k in replays:
+                schema.observe(*replays[k])
+                continue
+            for e in unit.events:
+                if e.is_query and e.sql and is_schema_statement(e.sql):
+                    schema.observe(e.sql, e.db)
+    for a in answers:
+        a.done()
 
 
 class CountWalk:

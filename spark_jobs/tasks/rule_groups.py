@@ -4,7 +4,7 @@ once for all of them (spark_jobs.tasks.bandwidth's counters read it)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
@@ -12,8 +12,10 @@ from dumpfilter._core import mark_slow
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.decider import Gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.keep_table import KeepTable
+from dumpfilter.rules.schema import SCHEMA_KINDS
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter,
@@ -52,8 +54,7 @@ class RuleGroup:
     (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse
     are decided one by one."""
 
-    __slots__ = ("filter", "keeps", "results", "marked", "by_database", "plain", "lone",
-                 "engine", "parsed")
+    __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "parsed", "by_reads", "schema")
 
     def __init__(self, keeps: KeepTable, settings: Settings) -> None:
         self.keeps = keeps  # (kept across chunks: bandwidth._keep_table)
@@ -67,19 +68,22 @@ class RuleGroup:
         # Answered by parse: what the statement names is what rpl_filter.cc reads (no rewrite of
         # the default database it is parsed under, no WL#2516 pattern).
         rules = engine.rules if engine is not None else None
-        self.engine = engine if (engine is not None and rules is not None and not self.by_database
+        self.engine = engine if (engine is not None and rules is not None
                                  and not (rules.rewrite_db or rules.effective_do or rules.effective_ignore)
                                  and not engine.names.lower_incoming) else None
-        self.parsed: dict[int, int] = {}  # a lone statement's row byte by its parse key (LoneUnits.parsed)
+        self.parsed: dict[int, int] = {}  # a lone statement's row byte by its key (LoneUnits.klass)
+        self.by_reads: dict[Hashable, int] = {}  # and by what its decision reads (`_by_reads`)
         self.lone: LoneUnits | None = None
+        # The schema model its engine shares with the thread's other engines, which `answer_all`
+        # replays once a unit (the engine replays none); None where the engine replays its own.
+        inner = decider.rules if isinstance(decider, Gated) else decider
+        self.schema = inner.schema if isinstance(inner, RuleEngine) and not inner.replay_ddl else None
         self.results: dict[int, FilterResult] = {}
-        self.marked: dict[tuple[bytes, bytes | None, bool], bytes] = {}  # rows `mark` made, by what made them
 
     def buffer(self, lone: LoneUnits) -> None:
         """A new buffer: its units are numbered from 0 again; `lone` its lone units, read once for
         every group that asks."""
         self.results.clear()
-        self.marked.clear()
         self.lone = lone
 
     def result(self, k: int, txn: Transaction) -> FilterResult:
@@ -88,17 +92,15 @@ class RuleGroup:
             found = self.results[k] = self.filter.filter(txn)
         return found
 
-    def mark(self, row: bytes, at: int, txn: Callable[[int], Transaction], key: tuple[bytes, bytes | None, bool]) -> bytes:
-        """`row` (a slave's answers from unit `at` on) with each unit the walk leaves to Python
-        (ROW_SLOW) decided for the group, in order, and turned ROW_KEEP where its answer keeps
-        it whole or ROW_SKIP where it keeps nothing: the compiled walk then sends it (or what the
-        slave's skip policy makes of it) as the master's does (StatementAnswers.row). Units kept in
-        part and control events stay ROW_SLOW."""
+    def mark(self, row: bytes, at: int, txn: Callable[[int], Transaction]) -> tuple[bytes | bytearray, list[int]]:
+        """`row` (a slave's answers from unit `at` on) with the units the walk leaves to Python
+        (ROW_SLOW) that the group answers by database or by parse (no decision of theirs reads the
+        schema model) turned ROW_KEEP where the answer keeps the unit whole or ROW_SKIP where it
+        keeps nothing: the compiled walk then sends it (or what the slave's skip policy makes of
+        it) as the master's does (StatementAnswers.row); and the units left for `decide`, in
+        order. Units kept in part and control events stay ROW_SLOW."""
         if ROW_SLOW not in row:
-            return row
-        done = self.marked.get(key)
-        if done is not None:
-            return done
+            return row, []
         out = bytearray(row)
         for db, ks in (self.lone.plain() if self.by_database and self.lone is not None else ()):
             code = self.plain.get(db)
@@ -106,32 +108,41 @@ class RuleGroup:
                 unit = txn(k := int.from_bytes(ks[:4], "little"))
                 code = self.plain[db] = self._code(self.result(k, unit), unit)
             mark_slow(out, ks, code)
+        left: list[int] = []
+        lone = self.lone
+        assert lone is not None  # (set by `buffer`)
+        known, klass, codes, by_parse = lone.classes, lone.klass, self.parsed, self.engine is not None
         k = out.find(ROW_SLOW, at)
         while k >= 0:
-            unit = txn(k)
             # (A Format_description resets nothing here: no answer of a topology's rules follows
             # the server's lifetime, and a unit's table ids are its own Table_maps'.)
-            if unit.kind != CONTROL and unit.complete:
-                code = self._by_parse(k, unit)
-                out[k] = code if code is not None else self._code(self.result(k, unit), unit)
+            c = known.get(k)
+            if c is None:
+                c = klass(k)
+            if c >= 0 and by_parse:
+                code = codes.get(c)
+                if code is None:  # the key's first: answered as the first that read the same
+                    code = codes[c] = self._by_reads(c, k, txn)
+                out[k] = code
+            elif c != STAYS:
+                left.append(k)
             k = out.find(ROW_SLOW, k + 1)
-        done = self.marked[key] = bytes(out)
-        return done
+        return out, left
 
-    def _by_parse(self, k: int, unit: Transaction) -> int | None:
-        """Lone unit `k`'s row byte by its parse key, for rules answered by parse (the first of a
-        key decided); None where it is not answered so."""
-        engine, lone = self.engine, self.lone
-        found = lone.parsed(k) if engine is not None and lone is not None else None
-        if found is None or engine is None:
-            return None
-        sql, db, info, key = found
-        code = self.parsed.get(key)
+    def _by_reads(self, c: int, k: int, txn: Callable[[int], Transaction]) -> int:
+        """Key c's row byte, met first at unit k: that of the first key whose decision read the
+        same (`RuleEngine.parse_reads`: the same verdicts of the same tables' rules, as a
+        tenant's scratch tables' DDL), else its own decision's."""
+        assert self.engine is not None and self.lone is not None  # (answered by parse)
+        reads = self.engine.parse_reads(*self.lone.infos[c])
+        code = self.by_reads.get(reads)
         if code is None:
-            code = self.parsed[key] = self._code(self.result(k, unit), unit)
-        elif engine.replay_ddl:  # what the decision does besides: the model replays its DDL
-            engine.schema.observe(sql, db, info)
+            code = self.by_reads[reads] = self._code(self.result(k, unit := txn(k)), unit)
         return code
+
+    def decide(self, out: bytearray, k: int, unit: Transaction) -> None:
+        """Unit k, left by `mark`, decided for the group (`answer_all` calls it in stream order)."""
+        out[k] = self._code(self.result(k, unit), unit)
 
     @staticmethod
     def _code(result: FilterResult, unit: Transaction) -> int:
@@ -142,17 +153,23 @@ class RuleGroup:
         return ROW_SKIP if result.outcome in (EMPTIED, SKIPPED) else ROW_SLOW
 
 
+LEFT, STAYS = -1, -2  # `LoneUnits.klass`: a unit each group decides (`decide`); one that stays ROW_SLOW
+
+
 class LoneUnits:
     """A chunk's GTID-and-one-statement units, read once for every rule group that answers them
     by what their answer depends on (RuleGroup): per buffer, the plain ones by default database
-    (`plain`, read by the core: `UnitList.lone_queries`), and each one's parse key (`parsed`)."""
+    (`plain`, read by the core: `UnitList.lone_queries`), and each unit's class (`klass`): the
+    key of what a decision by parse reads of its statement, or LEFT, or STAYS."""
 
-    KEYS_MAX = 1 << 16  # parse keys numbered per chunk; past it, lone statements are decided one by one
+    KEYS_MAX = 1 << 16  # keys numbered per chunk; past it, lone statements are decided one by one
 
     def __init__(self) -> None:
-        self.keys: dict[tuple[str | None, StatementInfo], int] = {}
+        self.keys: dict[Hashable, int] = {}
+        self.infos: list[tuple[str | None, StatementInfo]] = []  # by key: a statement's default database and parse
         self._plain: Lone | None = None
-        self._parsed: dict[int, tuple[str, str | None, StatementInfo, int] | None] = {}
+        self.classes: dict[int, int] = {}
+        self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
         self.read: Callable[[], Lone] = list
         self.txn: Callable[[int], Transaction] | None = None
 
@@ -161,7 +178,8 @@ class LoneUnits:
         """The next buffer's units (`formats` as `UnitList.statement_units` takes them; `txn` unit
         k as a Transaction, made once for every group)."""
         self._plain, self.txn = None, txn
-        self._parsed.clear()
+        self.classes.clear()
+        self._replays.clear()
         self.read = lambda: _plain_units(units, formats)
 
     def plain(self) -> Lone:
@@ -170,24 +188,39 @@ class LoneUnits:
             self._plain = self.read()
         return self._plain
 
-    def parsed(self, k: int) -> tuple[str, str | None, StatementInfo, int] | None:
-        """Unit k's statement, default database, parse and parse key (the same for every statement
-        that names the same things of the same kind under the same default database), where it is
-        a GTID and one statement that parses and is neither trigger DDL nor a multi-table UPDATE."""
-        if k in self._parsed:
-            return self._parsed[k]
-        found = None
+    def replays(self) -> dict[int, tuple[str, str | None, StatementInfo]]:
+        """The buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
+        FUNCTION), by unit: (statement, default database, parse)."""
+        return self._replays
+
+    def klass(self, k: int) -> int:
+        """Unit k's class: STAYS (a control unit, or one the input ends inside), the key of a GTID
+        and one statement that parses and is neither trigger DDL nor a multi-table UPDATE (what
+        rpl_filter.cc reads of it, under rules that answer by parse: the default database, the kind,
+        a database statement's name, whether table rules pass it by, the tables it updates; not
+        the column or index names that set one ALTER apart from the next), else LEFT."""
+        found = self.classes.get(k)
+        if found is not None:
+            return found
         assert self.txn is not None  # (set by `buffer`)
-        query = lone_statement(self.txn(k).events)
-        if query is not None and query.sql is not None:
+        unit = self.txn(k)
+        found = LEFT
+        query = lone_statement(unit.events) if unit.kind != CONTROL and unit.complete else None
+        if unit.kind == CONTROL or not unit.complete:
+            found = STAYS
+        elif query is not None and query.sql is not None:
             sql, db = query.sql, query.db
             info = statement_tables(sql, db or "")
             if info.parse_ok and info.kind not in _ONE_BY_ONE:
-                key = self.keys.get((db, info))
-                if key is None and len(self.keys) < self.KEYS_MAX:
-                    key = self.keys[(db, info)] = len(self.keys)
-                found = None if key is None else (sql, db, info, key)
-        self._parsed[k] = found
+                key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables,
+                       info.updated)
+                found = self.keys.get(key, LEFT)
+                if found == LEFT and len(self.keys) < self.KEYS_MAX:
+                    found = self.keys[key] = len(self.keys)
+                    self.infos.append((db, info))
+                if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
+                    self._replays[k] = (sql, db, info)
+        self.classes[k] = found
         return found
 
 

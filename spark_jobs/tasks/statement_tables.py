@@ -6,6 +6,8 @@ by spark_jobs.tasks.bandwidth, per chunk)."""
 
 from __future__ import annotations
 
+import threading
+from array import array
 from typing import Any
 
 from dumpfilter import _core
@@ -62,28 +64,58 @@ _FRAMING_VERBS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA", "START", "SAVEP
 _KEY_KINDS = {1: "INSERT", 2: "REPLACE", 3: "UPDATE", 4: "DELETE", 5: "INSERT", 6: "REPLACE"}
 
 
-_NO_GROUP = (1 << 32) - 1  # a key id the core leaves to Python (`UnitList.statement_tables`)
-_NOT_MET = (1 << 64) - 1
+_NO_GROUP = (1 << 32) - 1  # a key the core leaves to Python (`UnitList.statement_tables`)
 
 
-_GROUPS: dict[bytes, StatementGroup | None] = {}  # by key bytes (`StatementKey.key`), for every chunk
-_GROUPS_MAX = 1 << 16
+class _Groups:
+    """Every key met, numbered by its bytes across chunks (`_core.KeyIndex`), and each number's
+    group (`_key_group`) and each group's table, as the core reads them (`UnitList.statement_tables`):
+    a key is looked at here once per process, not once per chunk (a 542 MB MIXED binlog's 65
+    segments meet about 320 keys each, few new). Forgotten past KEPT keys (a binlog of that many
+    tables and databases: memory stays bounded). Shared by the threads that count."""
+
+    KEPT = 1 << 16
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self._forget()
+
+    def _forget(self) -> None:
+        # (new objects, not emptied ones: a thread's last `number` still reads its own)
+        self.index = _core.KeyIndex()
+        self.group_of = array("I")  # by key number: its group's id, or _NO_GROUP
+        self.groups: list[StatementGroup] = []  # by group id
+        self.ids: dict[StatementGroup, int] = {}
+        self.table_of = array("I")  # by group id: its table's id
+        self.tables: dict[TableName, int] = {}
+
+    def number(self, keys: list[_core.StatementKey]) -> tuple[bytes, bytes, bytes, list[StatementGroup]]:
+        """`keys`' numbers, the groups by number and the tables by group (packed for the core), and
+        the groups by id."""
+        with self.lock:
+            if len(self.index) >= self.KEPT:
+                self._forget()
+            got = self.index.number(keys)
+            for k in got.new:
+                group = _key_group(keys[k].db, keys[k].sql)
+                self.group_of.append(_NO_GROUP if group is None else self._id(group))
+            return got.numbers, self.group_of.tobytes(), self.table_of.tobytes(), self.groups
+
+    def _id(self, group: StatementGroup) -> int:
+        g = self.ids.get(group)
+        if g is None:
+            g = self.ids[group] = len(self.groups)
+            self.groups.append(group)
+            self.table_of.append(self.tables.setdefault(group[2][0], len(self.tables)))
+        return g
 
 
-def _key_group(key: _core.StatementKey) -> StatementGroup | None:
-    """The group of the statements of one key (`StatementKey`: its bytes, a statement of it and
-    its default database): by (default database, kind, the table it updates), as `_unit_tables`
-    groups a statement's. Made once per key bytes and process (the text read only then)."""
-    found = key.key
-    if found in _GROUPS:
-        return _GROUPS[found]
-    if len(_GROUPS) >= _GROUPS_MAX:
-        _GROUPS.clear()
-    group = _GROUPS[found] = _make_group(key.db, key.sql)
-    return group
+_GROUPS = _Groups()
 
 
-def _make_group(db: bytes, sql: bytes) -> StatementGroup | None:
+def _key_group(db: bytes, sql: bytes) -> StatementGroup | None:
+    """The group of the statements of one key (its default database and a statement of it): by
+    (default database, kind, the table it updates), as `_unit_tables` groups a statement's."""
     shape = _core.statement_key(sql)
     if shape is None:
         return None
@@ -97,41 +129,22 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     """`_unit_tables` for the units among the first `n` of `units` that the core reads: the
     control units into OTHER, the statement units decided by keys (`UnitList.statement_units`'
     `keys`, asked for first) into `statements` and their envelopes into `tables`, by the core in
-    one walk (`UnitList.statement_tables`) with each key's group made here once. Returns the
-    other units that are not fast, for `_unit_tables` one at a time."""
-    groups: dict[StatementGroup, int] = {}
-    names: dict[TableName, int] = {}
-    table_of: list[int] = []
-    group_of: list[int] = []  # by key id (`keys` holds ids 0, 1, ... in turn)
-    for key in keys:
-        group = _key_group(key)
-        if group is None:
-            group_of.append(_NO_GROUP)
-            continue
-        g = groups.get(group)
-        if g is None:
-            g = groups[group] = len(groups)
-            table_of.append(names.setdefault(group[2][0], len(names)))
-        group_of.append(g)
-    got = units.statement_tables(group_of, table_of, n)
-    payload, envelope = got.payload, got.envelope  # (each read of a field makes its list anew)
-    # Each group's first statement, in the order the units hold them: the groups go into
-    # `statements` in that order, each with that statement's text (as one unit at a time does).
-    first: dict[int, tuple[int, int]] = {}
-    for key_id, (g, at) in enumerate(zip(group_of, got.first)):
-        if at != _NOT_MET and g != _NO_GROUP and (g not in first or at < first[g][0]):
-            first[g] = (at, key_id)
-    by_id = list(groups)
-    for g, (_, key_id) in sorted(first.items(), key=lambda item: item[1]):
-        group = by_id[g]
+    one walk (`UnitList.statement_tables`), each key's group made once (`_Groups`). The groups go
+    into `statements` in the order the units first meet them, each with that statement's text (as
+    one unit at a time does). Returns the other units that are not fast, for `_unit_tables` one
+    at a time."""
+    ids, group_of, table_of, groups = _GROUPS.number(keys)
+    got = units.statement_tables(ids, group_of, table_of, n)
+    for met in got.met:
+        group = groups[met.group]
         found = statements.get(group)
         if found is None:
-            statements[group] = [payload[g], decode_text(keys[key_id].sql)]
+            statements[group] = [met.payload, decode_text(keys[met.key].sql)]
         else:
-            found[0] += payload[g]
-        if envelope[g]:
+            found[0] += met.payload
+        if met.envelope:
             share = envelope_key(group[2][0], group)
-            tables[share] = tables.get(share, 0) + envelope[g]
+            tables[share] = tables.get(share, 0) + met.envelope
     if got.framing:
         tables[FRAMING] = tables.get(FRAMING, 0) + got.framing
     if got.other:

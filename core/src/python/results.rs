@@ -355,21 +355,38 @@ records! {
         cuts: Py<PyList> as Vec<TimeCut>,
     }
 
-    /// `UnitList.statement_tables`: the statement units' bytes by group of keys (see
-    /// tally::statement_tables).
+    /// `UnitList.statement_tables`: the statement units' bytes by the caller's groups of keys
+    /// (see tally::statement_groups).
     StatementTables = "StatementTables" {
-        /// Per group: its statements' bytes, with their context events.
-        payload: Vec<u64>,
-        /// Per group: its share of the envelopes of the units it first wrote its table in.
-        envelope: Vec<u64>,
+        /// The groups met, in the order first met.
+        met: Py<PyList> as Vec<GroupBytes>,
         /// The envelopes of units that write no table.
         framing: u64,
         /// The control units' bytes.
         other: u64,
-        /// Per key id: its first piece's index (units and statements in order), u64::MAX: not met.
-        first: Vec<u64>,
         /// The units not fast, not control, not decided by keys.
         left: Vec<u32>,
+    }
+
+    /// `StatementTables.met`: one group's bytes among a list's statement units.
+    GroupBytes = "GroupBytes" {
+        /// The caller's group.
+        group: u32,
+        /// Its statements' bytes, with their context events.
+        payload: u64,
+        /// Its share of the envelopes of the units it first wrote its table in.
+        envelope: u64,
+        /// The key id whose statement it was first met in.
+        key: u32,
+    }
+
+    /// `KeyIndex.number`: each key's number, and the keys numbered first by the call.
+    KeyNumbers = "KeyNumbers" {
+        /// Each key's number (u32 little-endian, in the keys' order).
+        numbers: Py<PyBytes>,
+        /// The positions among the keys of those numbered by this call, in order (their
+        /// numbers the index's length before it, and up).
+        new: Vec<usize>,
     }
 
     /// A GTID domain and its highest seq_no in a batch (`ReplicaFrames.gtids`).

@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 
-use super::results::{records, CountResult, StatementTables, TableBytes};
+use super::results::{records, CountResult, GroupBytes, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
 use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
@@ -49,25 +49,42 @@ impl PyUnitList {
     }
 
     /// The statement units' bytes among units[..n] by group of keys, after `statement_units`
-    /// (tally::statement_tables): `group_of` a group per key id, `table_of` a table per group.
+    /// (tally::statement_groups): `ids` each key id's number across lists (a KeyIndex's, u32
+    /// little-endian), `group_of` a group per such number and `table_of` a table per group
+    /// (both u32 little-endian; past the end, or u32::MAX: none, its units left).
     fn statement_tables(
         &self,
         py: Python<'_>,
-        group_of: Vec<u32>,
-        table_of: Vec<u32>,
+        ids: &[u8],
+        group_of: &[u8],
+        table_of: &[u8],
         n: usize,
-    ) -> StatementTables {
+    ) -> PyResult<StatementTables> {
         let (empty, list) = (StmtUnits::default(), &self.list);
         let st = self.stmts.get().unwrap_or(&empty);
-        let t = py.detach(|| crate::tally::statement_tables(list, st, &group_of, &table_of, n));
-        StatementTables {
-            payload: t.payload,
-            envelope: t.envelope,
+        let words = |b: &[u8]| -> Vec<u32> {
+            b.chunks_exact(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+                .collect()
+        };
+        let (by_number, table_of) = (words(group_of), words(table_of));
+        let group_of: Vec<u32> = (words(ids).iter())
+            .map(|&i| *by_number.get(i as usize).unwrap_or(&u32::MAX))
+            .collect();
+        let (met, t) =
+            py.detach(|| crate::tally::statement_groups(list, st, &group_of, &table_of, n));
+        let met = met.iter().map(|m| GroupBytes {
+            group: m.group,
+            payload: m.payload,
+            envelope: m.envelope,
+            key: m.key,
+        });
+        Ok(StatementTables {
+            met: PyList::new(py, met)?.unbind(),
             framing: t.framing,
             other: t.other,
-            first: t.first,
             left: t.left,
-        }
+        })
     }
 
     /// `send`'s walk over units[starts[0]..] to the end of the list for every job, counted and

@@ -1,0 +1,85 @@
+"""Issue #80 goal 4: the rule groups of a count share one schema model, replayed once a unit after
+every group decided it (count_walks.answer_all), and answer lone DDL by what its decision reads
+(rule_groups.LoneUnits.klass, RuleGroup._by_reads). A multi-table UPDATE's updated table follows
+the DDL before it: each candidate counted among many is counted as it is alone."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from dumpfilter.codec.transactions import CONTROL
+from dumpfilter.rules.evaluate import RuleEngine
+from dumpfilter.rules.transaction_filter import KEEP, KEPT, TransactionFilter
+from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk
+from dumpfilter.spark_jobs.tasks.chunks import Chunk
+from dumpfilter.topology import parse_topology
+from tests.oracles.chunk_units import read_units
+from tests.rules.test_lint_cases import Build
+
+UPDATE = "UPDATE t1 LEFT JOIN t4 ON t1.a = t4.c SET d = {n}"  # BUG#37051: d's table is the one updated
+RULES = {"t1": ["replicate-do-table=db.t1"], "t4": ["replicate-do-table=db.t4"],
+         "not-t1": ["replicate-ignore-table=db.t1"], "wild": ["replicate-wild-do-table=db.t%"],
+         "db": ["replicate-do-db=db"], "other": ["replicate-do-db=other"]}
+
+
+def _binlog(path):
+    """d moves from t4 to t1 between two UPDATEs, in one buffer; scratch DDL of one key class, each
+    ALTER naming a column of its own."""
+    build = Build("mariadb").q("CREATE DATABASE db")
+    build.q("CREATE TABLE t1 (a int, b int)", db="db").q("CREATE TABLE t4 (c int, d int)", db="db")
+    build.q("INSERT INTO t1 VALUES (1, 2)", db="db").q(UPDATE.format(n=0), db="db")
+    build.q("ALTER TABLE t4 DROP COLUMN d", db="db").q("ALTER TABLE t1 ADD COLUMN d int", db="db")
+    build.q(UPDATE.format(n=1), db="db")
+    for n in range(6):
+        build.q(f"ALTER TABLE t{1 + 3 * (n % 2)} ADD COLUMN e{n} int", db="db")
+    build.q(UPDATE.format(n=2), db="db")
+    return build.write(path)
+
+
+def _topology(names):
+    slaves = []
+    for k, (name, policy) in enumerate(names):
+        rules = ", ".join(f'"{rule}"' for rule in RULES[name])
+        slaves.append(f'[[slaves]]\nname = "{name}-{policy}"\nserver_id = {10 + k}\nskip_policy = "{policy}"\n'
+                      f'rules = [{rules}]\n')
+    return parse_topology("\n".join(slaves))
+
+
+def _count(path, names):
+    """Every slave of `names` counted in one count, in a thread of its own (a thread's rule
+    engines and schema model are its own: bandwidth._keep_table)."""
+    chunk = Chunk(0, str(path), 0)
+    with ThreadPoolExecutor(1) as pool:
+        got = pool.submit(count_chunk, chunk, _topology(names).slaves).result()
+    return {c.counts.slave: (c.counts.bytes_sent, c.counts.events_sent, c.counts.kept_bytes) for c in got}
+
+
+def test_each_candidate_counted_among_many_as_alone(tmp_path):
+    path = _binlog(tmp_path / "m-bin.000001")
+    names = [(name, policy) for name in RULES for policy in ("heartbeat", "empty-transaction")]
+    together = _count(path, names)
+    alone = {}
+    for name, policy in names:
+        alone.update(_count(path, [(name, policy)]))
+    assert together == alone
+    # The UPDATEs go where d is: the first to t4's slave, the later two to t1's.
+    assert len(together) == len(names) and together["t1-heartbeat"] != together["t4-heartbeat"]
+
+
+def test_the_updates_go_where_the_schema_before_them_puts_d(tmp_path):
+    """Each slave is sent as itself what a rule engine of its own, replaying the DDL in stream order
+    (the filter's way), keeps: the first UPDATE to t4's slave, the later ones to t1's."""
+    path = _binlog(tmp_path / "m-bin.000001")
+    names = [(name, "heartbeat") for name in RULES]
+    got = _count(path, names)
+    units = list(read_units(Chunk(0, str(path), 0)))
+    kept = {}
+    for name, _ in names:
+        spec = _topology([(name, "heartbeat")]).slaves[0]
+        tfilter = TransactionFilter(RuleEngine(spec.rules, spec.settings), empty_transactions=KEEP)
+        results = [(txn, tfilter.filter(txn)) for txn in units]
+        kept[name] = [txn.events[1].sql for txn, r in results if r.outcome == KEPT and "JOIN" in (txn.events[1].sql or "")]
+        want = sum(e.size for txn, r in results for e in (txn.events if txn.kind == CONTROL else r.events)
+                   if txn.kind == CONTROL or r.outcome == KEPT)
+        assert got[f"{name}-heartbeat"][2] == want, name
+    assert kept["t4"] == [UPDATE.format(n=0)] and kept["t1"] == [UPDATE.format(n=1), UPDATE.format(n=2)]
