@@ -454,9 +454,10 @@ class KeyIndex:
     rules.keep_table's shapes). Numbering holds a lock: threads may share an index.
     """
     def __new__(cls, twins: builtins.bool = ...) -> KeyIndex: ...
-    def number(self, keys: typing.Sequence[StatementKey]) -> KeyNumbers:
+    def number(self, keys: typing.Sequence[typing.Any]) -> KeyNumbers:
         r"""
-        Each key's number, and the positions in `keys` of the keys numbered by this call.
+        Each key's number, and the positions in `keys` of the keys numbered by this call. A key
+        is a StatementKey, or any object whose `key` is its bytes.
         """
     def __len__(self) -> builtins.int:
         r"""

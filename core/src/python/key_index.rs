@@ -37,39 +37,40 @@ impl PyKeyIndex {
         }
     }
 
-    /// Each key's number, and the positions in `keys` of the keys numbered by this call.
-    fn number<'py>(&self, py: Python<'py>, keys: Vec<Bound<'py, StatementKey>>) -> KeyNumbers {
+    /// Each key's number, and the positions in `keys` of the keys numbered by this call. A key
+    /// is a StatementKey, or any object whose `key` is its bytes.
+    fn number<'py>(&self, py: Python<'py>, keys: Vec<Bound<'py, PyAny>>) -> PyResult<KeyNumbers> {
         let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
         let (mut packed, mut new) = (Vec::with_capacity(4 * keys.len()), Vec::new());
-        let mut scratch = Vec::new();
+        let mut bytes: Vec<u8> = Vec::new();
         for (at, key) in keys.iter().enumerate() {
-            let bytes = key.get().key.as_bytes(py);
-            let bytes = match bytes.split_first() {
-                Some((&kind, rest))
-                    if self.twins && [KIND_INSERT, KIND_REPLACE, KIND_DELETE].contains(&kind) =>
-                {
-                    scratch.clear();
-                    scratch.push(KIND_UPDATE);
-                    scratch.extend_from_slice(rest);
-                    scratch.as_slice()
+            bytes.clear();
+            match key.cast::<StatementKey>() {
+                Ok(k) => bytes.extend_from_slice(k.get().key.as_bytes(py)),
+                Err(_) => {
+                    bytes.extend_from_slice(key.getattr("key")?.cast::<PyBytes>()?.as_bytes())
                 }
-                _ => bytes,
-            };
+            }
+            if let Some(kind) = bytes.first_mut() {
+                if self.twins && [KIND_INSERT, KIND_REPLACE, KIND_DELETE].contains(kind) {
+                    *kind = KIND_UPDATE;
+                }
+            }
             let next = numbers.len() as u32;
-            let n = match numbers.get(bytes) {
+            let n = match numbers.get(bytes.as_slice()) {
                 Some(&n) => n,
                 None => {
-                    numbers.insert(bytes.to_vec(), next);
+                    numbers.insert(bytes.clone(), next);
                     new.push(at);
                     next
                 }
             };
             packed.extend_from_slice(&n.to_le_bytes());
         }
-        KeyNumbers {
+        Ok(KeyNumbers {
             numbers: PyBytes::new(py, &packed).unbind(),
             new,
-        }
+        })
     }
 
     /// The keys numbered so far.
