@@ -22,6 +22,9 @@ __all__ = [
     "BODY_TRIGGER",
     "BodyReach",
     "BodyWrite",
+    "CLASS_LEFT",
+    "CLASS_STAYS",
+    "CLASS_UNREAD",
     "ColumnChange",
     "CountJob",
     "CountResult",
@@ -113,6 +116,7 @@ __all__ = [
     "held_bytes",
     "hop",
     "last_timestamp",
+    "mark_classes",
     "mark_slow",
     "mysql_gtids_at",
     "parens_close",
@@ -137,6 +141,9 @@ __all__ = [
 BODY_EVENT: typing.Final[builtins.int]
 BODY_ROUTINE: typing.Final[builtins.int]
 BODY_TRIGGER: typing.Final[builtins.int]
+CLASS_LEFT: typing.Final[builtins.int]
+CLASS_STAYS: typing.Final[builtins.int]
+CLASS_UNREAD: typing.Final[builtins.int]
 F_ANONYMOUS_GTID: typing.Final[builtins.int]
 F_COMPLETE: typing.Final[builtins.int]
 F_FAST: typing.Final[builtins.int]
@@ -1627,6 +1634,12 @@ def last_timestamp(buf: typing_extensions.Buffer) -> builtins.int:
     r"""
     The last non-zero timestamp of the whole events in `buf` (bytes, a bytearray or a memoryview;
     0: none): what a writer dates a Rotate with after writing them (assemble::last_timestamp).
+    """
+
+def mark_classes(row: bytearray, at: builtins.int, classes: bytearray, codes: bytearray) -> builtins.list[builtins.int]:
+    r"""
+    Each ROW_SLOW unit of `row` from `at` set to its class's code, the rest returned (see
+    rows::mark_classes; `classes` and `codes` read in place).
     """
 
 def mark_slow(row: bytearray, units: bytes, code: builtins.int) -> typing.Optional[bytes]:

@@ -151,7 +151,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     facts::register(m)?;
     sql_text::register(m)?;
     functions! { m:
-        heartbeat, mark_slow, gather, class_sums, payload_bytes, statements, hop, last_timestamp,
+        heartbeat, mark_slow, mark_classes, gather, class_sums, payload_bytes, statements, hop, last_timestamp,
         foreign_log_pos, plain_statement, framing_statement, schema_candidates, statement_key,
         renumber, relay_run, rename_event, replica_frames, split::split_route,
         unit_list_reads::reaches_key_alone, held_bytes, unit_list_reads::mysql_gtids_at,
@@ -163,7 +163,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         keep: KEEP_DROP, KEEP_KEEP, KEEP_ASK;
         stmt: KIND_INSERT, KIND_REPLACE, KIND_UPDATE, KIND_DELETE, KIND_INSERT_SELECT,
             KIND_REPLACE_SELECT;
-        rows: ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW;
+        rows: ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW, CLASS_UNREAD, CLASS_LEFT, CLASS_STAYS;
         skip_forms: SKIP_STOP, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY;
         scan: F_ROTATE_END, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID,
             F_ANONYMOUS_GTID, F_UNKNOWN_NON_IGNORABLE, F_PAYLOAD;

@@ -351,12 +351,11 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             key = envelope_key(names[k], None)
             tables[key] = tables.get(key, 0) + size
     tables[FRAMING] = tables.get(FRAMING, 0) + by_table.framing - by_table.shared
-    if other:
-        # The statement units decided by keys by the core, once per buffer (`keyed_tables`); the
-        # rest (DDL, lone statements, statements the keys do not read) one unit at a time.
-        statements = counters[0].out.statements if counters else {}
-        for k in keyed_tables(units, n, keys, tables, statements):
-            _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
+    # The statement units decided by keys by the core, once per buffer (`keyed_tables`); the rest
+    # (DDL, lone statements, statements the keys do not read) one unit at a time, once the rule
+    # groups have read them (`made`: each decoded once).
+    statements = counters[0].out.statements if counters else {}
+    left = keyed_tables(units, n, keys, tables, statements) if other else []
     for counter in counters:
         counter.out.statements = counters[0].out.statements
     lone.buffer(units, formats, txn)
@@ -371,6 +370,8 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
     rows = made_rows(units, names, formats, [(a.keep, a.stmt, a.guards) for a in groups.values()])
     answer_all(list(groups.values()), rows, bounds[0][0], txn, lone)
+    for k in left:
+        _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
     for counter in _count_all(counters, groups, units, bounds, width, crc):
         _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn), bounds, width)
     return current

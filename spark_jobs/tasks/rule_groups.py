@@ -4,11 +4,12 @@ once for all of them (spark_jobs.tasks.bandwidth's counters read it)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
-from dumpfilter._core import mark_slow
+from dumpfilter._core import CLASS_LEFT, CLASS_STAYS, mark_classes, mark_slow
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
@@ -54,7 +55,7 @@ class RuleGroup:
     (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse
     are decided one by one."""
 
-    __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "parsed", "by_reads", "schema")
+    __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "schema")
 
     def __init__(self, keeps: KeepTable, settings: Settings) -> None:
         self.keeps = keeps  # (kept across chunks: bandwidth._keep_table)
@@ -71,7 +72,7 @@ class RuleGroup:
         self.engine = engine if (engine is not None and rules is not None
                                  and not (rules.rewrite_db or rules.effective_do or rules.effective_ignore)
                                  and not engine.names.lower_incoming) else None
-        self.parsed: dict[int, int] = {}  # a lone statement's row byte by its key (LoneUnits.klass)
+        self.codes = bytearray()  # a lone statement's row byte by its key (LoneUnits.klass), _UNDECIDED before
         self.by_reads: dict[Hashable, int] = {}  # and by what its decision reads (`_by_reads`)
         self.lone: LoneUnits | None = None
         # The schema model its engine shares with the thread's other engines, which `answer_all`
@@ -111,22 +112,21 @@ class RuleGroup:
         left: list[int] = []
         lone = self.lone
         assert lone is not None  # (set by `buffer`)
-        known, klass, codes, by_parse = lone.classes, lone.klass, self.parsed, self.engine is not None
-        k = out.find(ROW_SLOW, at)
-        while k >= 0:
+        codes = self.codes if self.engine is not None else bytearray()
+        # The units of a class the group has answered are set by the core; Python reads the others
+        # (a unit met first, a class met first, one the group decides on its own).
+        for k in mark_classes(out, at, lone.class_of, codes):
             # (A Format_description resets nothing here: no answer of a topology's rules follows
             # the server's lifetime, and a unit's table ids are its own Table_maps'.)
-            c = known.get(k)
-            if c is None:
-                c = klass(k)
-            if c >= 0 and by_parse:
-                code = codes.get(c)
-                if code is None:  # the key's first: answered as the first that read the same
-                    code = codes[c] = self._by_reads(c, k, txn)
-                out[k] = code
+            c = lone.klass(k)
+            if c >= 0 and self.engine is not None:
+                if c >= len(codes):
+                    codes += bytes([_UNDECIDED]) * (c + 1 - len(codes))
+                if codes[c] == _UNDECIDED:  # the key's first: answered as the first that read the same
+                    codes[c] = self._by_reads(c, k, txn)
+                out[k] = codes[c]
             elif c != STAYS:
                 left.append(k)
-            k = out.find(ROW_SLOW, k + 1)
         return out, left
 
     def _by_reads(self, c: int, k: int, txn: Callable[[int], Transaction]) -> int:
@@ -154,6 +154,7 @@ class RuleGroup:
 
 
 LEFT, STAYS = -1, -2  # `LoneUnits.klass`: a unit each group decides (`decide`); one that stays ROW_SLOW
+_UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_classes`)
 
 
 class LoneUnits:
@@ -169,6 +170,7 @@ class LoneUnits:
         self.infos: list[tuple[str | None, StatementInfo]] = []  # by key: a statement's default database and parse
         self._plain: Lone | None = None
         self.classes: dict[int, int] = {}
+        self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
         self.read: Callable[[], Lone] = list
         self.txn: Callable[[int], Transaction] | None = None
@@ -179,6 +181,7 @@ class LoneUnits:
         k as a Transaction, made once for every group)."""
         self._plain, self.txn = None, txn
         self.classes.clear()
+        self.class_of = bytearray(b"\xff" * (4 * len(units)))
         self._replays.clear()
         self.read = lambda: _plain_units(units, formats)
 
@@ -221,6 +224,7 @@ class LoneUnits:
                 if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
                     self._replays[k] = (sql, db, info)
         self.classes[k] = found
+        struct.pack_into("<I", self.class_of, 4 * k, found if found >= 0 else CLASS_LEFT if found == LEFT else CLASS_STAYS)
         return found
 
 

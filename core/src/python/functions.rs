@@ -71,6 +71,23 @@ pub(super) fn mark_slow<'py>(
     set.map(|set| PyBytes::new(py, &set))
 }
 
+/// Each ROW_SLOW unit of `row` from `at` set to its class's code, the rest returned (see
+/// rows::mark_classes; `classes` and `codes` read in place).
+#[stub]
+#[pyfunction]
+pub(super) fn mark_classes(
+    row: &Bound<'_, PyByteArray>,
+    at: usize,
+    classes: &Bound<'_, PyByteArray>,
+    codes: &Bound<'_, PyByteArray>,
+) -> Vec<u32> {
+    // SAFETY: no Python code runs while the bytearrays' buffers are borrowed here, and `row` is
+    // none of the others (a bytearray's buffer is its own).
+    unsafe {
+        crate::rows::mark_classes(row.as_bytes_mut(), at, classes.as_bytes(), codes.as_bytes())
+    }
+}
+
 /// `table[i]` for each id i of `ids` (u32, little-endian), 0xFF past its end: a keep table's
 /// codes by key shape read at a buffer's key ids (rules.keep_table.KeyShapes), in one call where
 /// an itemgetter made a tuple of ints (2.7 M over a 542 MB MIXED binlog's 48 rule groups).
