@@ -48,12 +48,15 @@ class RuleGroup:
     such a decision leaves behind (the schema model's replay, trigger knowledge, rule hits) can
     change a later answer of rules that read databases only, and `experiment` reports none of it.
 
-    Rules with table rules (no rewrite-db, names as they come) decide any other lone statement by
-    what rpl_filter.cc reads of it: its kind, the databases and tables it names (its parse) and its
-    default database. Those are answered once per such key (`LoneUnits.parsed`); the schema model
-    still replays each one's DDL, which a later multi-table UPDATE's decision reads. Trigger DDL
-    (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse
-    are decided one by one."""
+    Rules under standard semantics (no rewrite-db, names as they come) decide any other lone
+    statement by what rpl_filter.cc reads of it: its default database, kind, a database
+    statement's name, whether table rules pass it by, and the tables it updates (its class,
+    `LoneUnits.klass`), then those tables' verdicts (`RuleEngine.parse_reads`). Each class is
+    answered once per rule group (`codes`), and the units of an answered class are set by the core
+    (`_core.mark_classes`), not by a Python step per unit and group. No such decision reads the
+    schema model: the thread's engines share one, which `count_walks.answer_all` replays once a
+    unit for all groups (`schema`). Trigger DDL (the replica's trigger knowledge), multi-table
+    UPDATEs (the model) and what does not parse are decided one by one, in stream order."""
 
     __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "schema")
 
