@@ -212,10 +212,11 @@ class LoneUnits:
         unit = self.txn(k)
         found = LEFT
         query = lone_statement(unit.events) if unit.kind != CONTROL and unit.complete else None
+        sql = query.sql if query is not None else None  # (decoded at each read)
         if unit.kind == CONTROL or not unit.complete:
             found = STAYS
-        elif query is not None and query.sql is not None:
-            sql, db = query.sql, query.db
+        elif query is not None and sql is not None:
+            db = query.db
             info = statement_tables(sql, db or "")
             if info.parse_ok and info.kind not in _ONE_BY_ONE:
                 key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables,
