@@ -78,23 +78,28 @@ MINUTE_BUCKETS = 120
 MANY_SLAVES = 16  # distinct slaves past which a chunk is scanned in half-size buffers (`count_chunk`)
 
 
-_HELD = threading.local()  # this thread's keep tables (`_keep_table`)
+_HELD = threading.local()  # this thread's rule groups (`_rule_group`)
 _HELD_MAX = 1024
 
 
-def _keep_table(rules: RuleSet, settings: Settings, gate: Gate | None) -> KeepTable:
-    """The keep table of `rules` under `settings` and `gate`, over their rule engine. Under mysql
-    semantics, where a table's and a statement key's answers depend on the rules alone, one per
-    thread for every chunk it counts (a live master's every pass): a table and a key are decided
-    once per rule set, not once per chunk (issue #80 goal 1: each pass of a sysbench binlog decided
-    its ~290 key shapes again for each of 48 rule groups). Effective semantics replays the schema:
-    a new engine and table per chunk. A thread's tables number key shapes alike (one `KeyShapes`)."""
-    held: dict[tuple[str, str, Gate | None], KeepTable] = _HELD.__dict__.setdefault("tables", {})
+def _rule_group(rules: RuleSet, settings: Settings, gate: Gate | None) -> RuleGroup:
+    """The rule group of `rules` under `settings` and `gate`: its keep table over its rule engine,
+    and its answers to lone statements by class. Under mysql semantics, where a table's, a
+    statement key's and a class's answers depend on the rules alone, one per thread for every
+    chunk it counts (a live master's every pass, and every range of one: a pass that keeps up
+    with the streams counts a segment at a time): a table, a key and a class are decided once per
+    rule set, not once per chunk (issue #80 goal 1: each pass of a sysbench binlog decided its
+    ~290 key shapes again for each of 48 rule groups; a DDL-heavy binlog counted a segment at a
+    time decided each DDL's class again for each). Effective semantics replays the schema: a new
+    engine and group per chunk. A thread's groups number key shapes alike (one `KeyShapes`),
+    classes alike (one `LoneUnits`: `_lone_units`) and share one schema model."""
+    held: dict[tuple[str, str, Gate | None], RuleGroup] = _HELD.__dict__.setdefault("groups", {})
     shapes: KeyShapes | None = getattr(_HELD, "shapes", None)
-    if shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6:
-        held.clear()  # (each table's answers are by the shapes' ids)
+    if (shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6
+            or len(_HELD.lone.keys) >= LoneUnits.KEYS_MAX):
+        held.clear()  # (each group's answers are by the shapes' ids and the classes' ids)
         shapes = _HELD.shapes = KeyShapes()
-        _HELD.schema = SchemaModel()
+        _HELD.lone, _HELD.schema = LoneUnits(), SchemaModel()
     key = (repr(rules), repr(settings), gate)
     found = held.get(key)
     if found is None:
@@ -102,10 +107,18 @@ def _keep_table(rules: RuleSet, settings: Settings, gate: Gate | None) -> KeepTa
         # (mysql semantics: one schema model for the thread's engines, replayed once a unit by
         # `answer_all`; WL#2516's engines, one per chunk, replay their own)
         engine = RuleEngine(rules, settings, schema=_HELD.schema, replay_ddl=False) if mysql else RuleEngine(rules, settings)
-        found = KeepTable(gated(engine, gate), shapes=shapes)
+        found = RuleGroup(KeepTable(gated(engine, gate), shapes=shapes), settings)
         if mysql:
             held[key] = found
     return found
+
+
+def _lone_units() -> LoneUnits:
+    """This thread's lone units (their classes numbered for its held rule groups: `_rule_group`)."""
+    if getattr(_HELD, "lone", None) is None:
+        _HELD.lone = LoneUnits()
+    lone: LoneUnits = _HELD.lone
+    return lone
 
 
 class _SlaveCounter:
@@ -117,7 +130,7 @@ class _SlaveCounter:
         # same (their skip policies differ): one `RuleGroup`, `shared`.
         key = (repr(rules), repr(settings), gate)
         if key not in shared:
-            shared[key] = RuleGroup(_keep_table(rules, settings, gate), settings)
+            shared[key] = _rule_group(rules, settings, gate)
         group = self.group = shared[key]
         self.policy = skip_policy.named(policy_name)
         self.policy_name = policy_name
@@ -246,7 +259,6 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
     # ways: 10% faster with 4 MiB buffers than with 8; 8 slaves: 5% slower).
     divide = 1 if len(distinct) <= MANY_SLAVES else 2
     cut_found: list[CutEventError] = []
-    lone = LoneUnits()  # the lone statements, read once for every rule group
     for fmt_before, buf, base, units, n, crc_len in _up_to_cut(buffers(cuts, divide), cut_found):
         if counters is None:
             fmt = fmt_before
@@ -254,6 +266,7 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
             heartbeat = HEADER_LEN + len(chunk.name.encode()) + crc_len
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, heartbeat, answers)
                         for s, gate in distinct]
+            lone = _lone_units()  # the lone statements, read once for every rule group (after theirs are held)
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial

@@ -47,7 +47,7 @@ def _topology(names):
 
 def _count(path, names):
     """Every slave of `names` counted in one count, in a thread of its own (a thread's rule
-    engines and schema model are its own: bandwidth._keep_table)."""
+    engines and schema model are its own: bandwidth._rule_group)."""
     chunk = Chunk(0, str(path), 0)
     with ThreadPoolExecutor(1) as pool:
         got = pool.submit(count_chunk, chunk, _topology(names).slaves).result()
@@ -83,3 +83,23 @@ def test_the_updates_go_where_the_schema_before_them_puts_d(tmp_path):
                    if txn.kind == CONTROL or r.outcome == KEPT)
         assert got[f"{name}-heartbeat"][2] == want, name
     assert kept["t4"] == [UPDATE.format(n=0)] and kept["t1"] == [UPDATE.format(n=1), UPDATE.format(n=2)]
+
+
+def test_a_class_is_decided_once_across_counts(tmp_path, monkeypatch):
+    """A thread's rule groups are kept from one count to the next (`bandwidth._rule_group`: a live
+    master's pass counts a segment at a time when it keeps up with its streams): counted again,
+    the lone DDL's classes are not decided again, and the counts are the same."""
+    from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
+
+    path = _binlog(tmp_path / "m-bin.000001")
+    decided: list[int] = []
+    real = RuleGroup._by_reads
+    monkeypatch.setattr(RuleGroup, "_by_reads", lambda self, c, k, txn: decided.append(c) or real(self, c, k, txn))
+    names = [(name, "heartbeat") for name in RULES]
+    chunk, slaves = Chunk(0, str(path), 0), _topology(names).slaves
+    with ThreadPoolExecutor(1) as pool:
+        first = pool.submit(count_chunk, chunk, slaves).result()
+        assert decided
+        decided.clear()
+        again = pool.submit(count_chunk, chunk, slaves).result()
+    assert not decided and [c.counts for c in again] == [c.counts for c in first]

@@ -166,7 +166,7 @@ def test_every_slave_is_counted_in_one_walk_per_buffer(mixed_binlogs, monkeypatc
 
 
 def test_a_rule_sets_keys_are_decided_once_across_counts(mixed_binlogs, monkeypatch):
-    """A rule set's keep table is kept from one count to the next on a thread (`bandwidth._keep_table`:
+    """A rule set's keep table is kept from one count to the next on a thread (`bandwidth._rule_group`:
     a live master's passes): counted again, the binlog's statement keys are not decided again, and
     the counts are the same."""
     from dumpfilter.rules.keep_table import KeepTable
