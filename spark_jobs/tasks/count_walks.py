@@ -87,7 +87,7 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
     schema model (`GroupAnswers.answer`), then the units left, in stream order, each decided for
     every group that left it, then its schema statements (and those of the lone units answered by
     parse) replayed into the model the groups' rule engines share (`RuleGroup.schema`: bandwidth's
-    `_keep_table`), once: a decision sees the schema before its unit, as split's Router replays.
+    `_rule_group`), once: a decision sees the schema before its unit, as split's Router replays.
     A DDL-heavy binlog's 11,000 DDL units cost 48 rule groups one replay each, not 48. (A
     unit's statements are replayed after it: DDL commits implicitly, so no later statement of a
     unit reads what an earlier one made, but CREATE TEMPORARY TABLE, which the model skips.)"""

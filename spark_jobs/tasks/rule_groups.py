@@ -61,7 +61,7 @@ class RuleGroup:
     __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "schema")
 
     def __init__(self, keeps: KeepTable, settings: Settings) -> None:
-        self.keeps = keeps  # (kept across chunks: bandwidth._keep_table)
+        self.keeps = keeps  # (held across chunks with the group: bandwidth._rule_group)
         decider = keeps.decider
         self.filter = TransactionFilter(decider, empty_transactions=KEEP)
         # (Every unit is decided ahead of the walk, `mark`: a topology's slave tracks no derived
