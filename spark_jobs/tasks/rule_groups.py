@@ -109,6 +109,8 @@ class RuleGroup:
         for db, ks in (self.lone.plain() if self.by_database and self.lone is not None else ()):
             code = self.plain.get(db)
             if code is None:  # the database's first: decided, and its answer kept for the others
+                if len(self.plain) >= LoneUnits.KEYS_MAX:  # (held across chunks: bounded)
+                    self.plain.clear()
                 unit = txn(k := int.from_bytes(ks[:4], "little"))
                 code = self.plain[db] = self._code(self.result(k, unit), unit)
             mark_slow(out, ks, code)
