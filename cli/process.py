@@ -129,7 +129,7 @@ def scrub_argv(argument: str, secret: str) -> bool:
     between the exec and this call: a password file or environment variable never shows."""
     if not secret or secret not in argument:
         return False
-    try:
+    with contextlib.suppress(OSError, ValueError, IndexError):
         with open("/proc/self/stat", "rb") as f:
             fields = f.read().rpartition(b")")[2].split()  # from field 3 (state) on: comm may hold spaces
         start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (fields 48, 49 of proc(5))
@@ -145,6 +145,4 @@ def scrub_argv(argument: str, secret: str) -> bool:
                     mem.write(cut)
                     return True
                 at += len(arg) + 1
-    except (OSError, ValueError, IndexError):
-        pass
     return False

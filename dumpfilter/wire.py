@@ -28,8 +28,7 @@ if TYPE_CHECKING:  # loaded when a schema travels, not with the slave client
 
 
 def _type_name(enum_value: int) -> str:
-    name = dump_pb2.FilterType.Name(enum_value)
-    return name.removeprefix("REPLICATE_").lower()
+    return dump_pb2.FilterType.Name(enum_value).removeprefix("REPLICATE_").lower()
 
 
 def rules_from_proto(rule_list: dump_pb2.RuleList) -> RuleSet:

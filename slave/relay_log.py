@@ -63,8 +63,7 @@ def _writeback_starter() -> Callable[[int, int], int] | None:
     call.restype = ctypes.c_int
 
     def start(fd: int, end: int) -> int:
-        result: int = call(fd, 0, end, _SYNC_FILE_RANGE_WRITE)  # restype c_int
-        return result
+        return int(call(fd, 0, end, _SYNC_FILE_RANGE_WRITE))  # restype c_int
 
     return start
 
@@ -120,8 +119,7 @@ class RelayInfo:
         data = read_info(directory)
         if data is None:
             return None
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
     def save(self, directory: Path) -> None:
         write_atomic(directory / INFO, info_text(self.snapshot()))

@@ -4,6 +4,7 @@ the servers' dump threads do, instead of scanning every file from the first."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,7 +192,7 @@ def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
     else:  # a copy: the answer given for the smaller file stays as it was
         end, executed, fde = since.end, _copy(since.executed), since.fde
         scanner.load_format(fde)
-    try:
+    with contextlib.suppress(BinlogError, OSError):
         with open_binlog(path) as stream:
             stream.seek(end)
             buf, base = b"", end
@@ -226,6 +227,4 @@ def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
                 if scan.error is not None or not chunk:
                     break  # a bad event: the status is what comes before it
                 buf, base = buf[scan.stop :], base + scan.stop
-    except (BinlogError, OSError):
-        pass
     return _Executed(end, executed, fde)

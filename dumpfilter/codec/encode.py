@@ -57,14 +57,13 @@ def format_description(server_version: str = "8.0.36-dumpfilter", *, checksum: b
                        timestamp=timestamp, log_pos=4 + HEADER_LEN + len(body) + 4, pos=4)
 
 
-def query_body(sql: str, db: str = "", *, thread_id: int = 1, exec_time: int = 0, error_code: int = 0,
-               status_vars: bytes = b"", compressed: bool = False) -> bytes:
+def query_body(sql: str, db: str = "", *, thread_id: int = 1, compressed: bool = False) -> bytes:
+    """A Query body with exec_time 0, error_code 0 and no status variables."""
     raw_db = db.encode("utf-8", "surrogateescape")
     raw_sql = sql.encode("utf-8", "surrogateescape")
     if compressed:
         raw_sql = mariadb_compress(raw_sql)
-    head = _QUERY_POST.pack(thread_id, exec_time, len(raw_db), error_code, len(status_vars))
-    return head + status_vars + raw_db + b"\0" + raw_sql
+    return _QUERY_POST.pack(thread_id, 0, len(raw_db), 0, 0) + raw_db + b"\0" + raw_sql
 
 
 def table_map_body(table_id: int, db: str, table: str, column_types: bytes = b"\x03",
@@ -117,8 +116,8 @@ def mysql_gtid_body(source: str | None, gno: int, *, last_committed: int = 0, se
     return body
 
 
-def mariadb_gtid_body(seq: int, domain: int = 0, *, standalone: bool = False, transactional: bool = True) -> bytes:
-    flags2 = (0x01 if standalone else 0) | (0x04 if transactional and not standalone else 0)
+def mariadb_gtid_body(seq: int, domain: int = 0, *, standalone: bool = False) -> bytes:
+    flags2 = 0x01 if standalone else 0x04  # FL_STANDALONE, else FL_TRANSACTIONAL
     return struct.pack("<QIB", seq, domain, flags2) + b"\0" * 6
 
 

@@ -164,8 +164,7 @@ class Event:
     @property
     def body(self) -> bytes:
         """Post-header and body, without the common header and the CRC."""
-        end = len(self.raw) - self.checksum_len
-        return self.raw[HEADER_LEN:end]
+        return self.raw[HEADER_LEN : len(self.raw) - self.checksum_len]
 
     def __repr__(self) -> str:
         return f"<Event {self.type_name} pos={self.pos} size={self.size} log_pos={self.log_pos}>"

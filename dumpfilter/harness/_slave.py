@@ -41,8 +41,7 @@ class RelayLog:
     @property
     def paths(self) -> list[Path]:
         """The relay log files in order ([] before the first batch)."""
-        listing = binlog_listing(self.directory)
-        return [self.directory / name for name in listing if (self.directory / name).exists()]
+        return [self.directory / name for name in binlog_listing(self.directory) if (self.directory / name).exists()]
 
     def events(self) -> Iterator[Event]:
         """Every event of the relay log, in order (bounded memory; `dumpfilter.codec.Event`)."""

@@ -454,10 +454,8 @@ def _name_at(tokens: Sequence[_core.SqlToken], i: int, default: str) -> TableRef
 
 def _single(tokens: list[_core.SqlToken]) -> bool:
     """No second statement after a `;`."""
-    for i, token in enumerate(tokens):
-        if token.kind == "punct" and token.value == ";":
-            return all(t.kind == "punct" and t.value == ";" for t in tokens[i + 1:])
-    return True
+    semis = [token.kind == "punct" and token.value == ";" for token in tokens]
+    return True not in semis or all(semis[semis.index(True):])
 
 
 def _word(tokens: Sequence[_core.SqlToken], i: int) -> str:

@@ -5,6 +5,7 @@ cache directory, and shared by every process (a test run starts about a hundred 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -75,8 +76,6 @@ def _template(key: str, install: Callable[[Path], None]) -> Path | None:
 def _remove_stale(base: Path) -> None:
     now = time.time()
     for path in base.glob("*.tmp-*"):
-        try:
+        with contextlib.suppress(OSError):
             if now - path.stat().st_mtime > STALE_SECONDS:
                 shutil.rmtree(path, ignore_errors=True)
-        except OSError:
-            pass

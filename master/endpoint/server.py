@@ -8,6 +8,7 @@ the other connections go on."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import socket
@@ -141,13 +142,11 @@ class MysqlEndpoint:
     # -- what the endpoint tells a replica about the master --------------------------------------
     def facts(self) -> ServerFacts:
         fmt, fde = None, None
-        try:
+        with contextlib.suppress(DumpFilterError, OSError):
             paths = served_paths(self.service.binlog_dir)
             if paths:
                 with open_binlog(paths[-1]) as f:
                     fde, fmt = read_format_description(f, str(paths[-1]))
-        except (DumpFilterError, OSError):
-            pass
         server_id = fde.server_id if fde is not None else 1
         version = fmt.server_version if fmt is not None else DEFAULT_VERSION
         mysql = fmt is not None and fmt.flavor == "mysql"
@@ -478,7 +477,7 @@ class _Connection(Dumping):
         client still sends (the rest of an oversized command, its next command), for at most
         LINGER_SECONDS and LINGER_BYTES. Closing a socket with unread bytes sends a TCP reset,
         which can destroy the ERR in the client's buffers before it reads it."""
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_WR)
             deadline, taken = time.monotonic() + LINGER_SECONDS, 0
             while taken < LINGER_BYTES and (left := deadline - time.monotonic()) > 0:
@@ -487,8 +486,6 @@ class _Connection(Dumping):
                 if not chunk:
                     return
                 taken += len(chunk)
-        except OSError:
-            pass
 
 
 def printable(text: str, limit: int) -> str:

@@ -4,6 +4,7 @@ the handler itself."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence, Sized
@@ -139,11 +140,9 @@ class SendAhead(Generic[ReplyT]):
 
     def _put(self, item: ReplyT | _Raised | _Mark) -> bool:
         while self._going():
-            try:
+            with contextlib.suppress(queue.Full):
                 self._queue.put(item, timeout=0.1)
                 return True
-            except queue.Full:
-                pass
         return False
 
     def __iter__(self) -> Iterator[ReplyT]:
@@ -185,11 +184,9 @@ class SendAhead(Generic[ReplyT]):
         and closes the stream, whose cleanup frees its slot; waited for, but never for good."""
         self._stop.set()
         self._resume.set()
-        try:
+        with contextlib.suppress(queue.Empty):
             while True:
                 self._queue.get_nowait()
-        except queue.Empty:
-            pass
         self._thread.join(timeout=2.0)
         if self._lent:  # the stream was the handler's, which is done with it (this is its thread)
             self._replies.close()

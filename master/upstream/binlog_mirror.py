@@ -435,11 +435,9 @@ class BinlogMirror:
         where it ends: a `SeriesFull` when space returning cures the error, else a MirrorError."""
         self.close()
         file, end = self.safe if self.safe is not None else (self._name(), 4)
-        try:
+        with contextlib.suppress(OSError):
             if (self.dir / file).stat().st_size > end:
                 os.truncate(self.dir / file, end)
-        except OSError:
-            pass
         where = f"cannot write {path}: {exc.strerror or exc}"
         if exc.errno in FULL_ERRNOS:
             return SeriesFull(f"{where} (a full disk or a file size limit); the series ends at {file}:{end}, its last "
