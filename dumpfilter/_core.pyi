@@ -541,16 +541,27 @@ class LoneQueries:
     @property
     def others(self) -> builtins.list[LoneQuery]:
         r"""
-        LoneQuery per other unit, in order.
+        LoneQuery per other unit (or per unit), in order.
         """
 
 @typing.final
 class LoneQuery:
     r"""
-    `UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None).
+    `UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None),
+    or (asked for every unit) is plain (True).
     """
     @property
     def unit(self) -> builtins.int: ...
+    @property
+    def gtid_size(self) -> builtins.int:
+        r"""
+        Its GTID event's size (0: none): where the QUERY event starts.
+        """
+    @property
+    def size(self) -> builtins.int:
+        r"""
+        The unit's size in bytes.
+        """
     @property
     def db(self) -> str: ...
     @property
@@ -1429,17 +1440,19 @@ class UnitList:
         r"""
         The indexes of the units from `start` on with any flag of `mask`.
         """
-    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]) -> LoneQueries:
+    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ...) -> LoneQueries:
         r"""
         The units that are a complete GTID and one plain QUERY event (see
         unit_list::UnitList::lone_query), in order: what the master's statement flag words answer, read
         for a whole segment in one call. `plain`: a LoneGroup (default database, unit indices as
         u32 LE bytes) per default database of the units whose SQL is plain (`plain_statement`),
         which alone keys their answer under database rules: no text and no object per unit.
-        `others`: a LoneQuery per other unit, plain False, or None where Python must tell. `formats` gives per part (its format's QUERY post-header length,
-        its checksum length, the first unit the format is in force for): the part's units before
-        that one (an FDE inside the part changed the format) are left out, as is every other
-        unit. Texts decode as UTF-8 with surrogateescape, as `codec.event.query_text` does.
+        `others`: a LoneQuery per other unit, plain False, or None where Python must tell; with
+        `every`, per plain unit too (plain True: `experiment` reads each one's text). `formats`
+        gives per part (its format's QUERY post-header length, its checksum length, the first unit
+        the format is in force for): the part's units before that one (an FDE inside the part
+        changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
+        surrogateescape, as `codec.event.query_text` does.
         """
     def rows_many(self, keeps: list[bytes], stmt_keeps: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, gated: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, formats: typing.Optional[typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]] = None) -> list[bytes]:
         r"""

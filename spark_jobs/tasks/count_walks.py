@@ -98,16 +98,17 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
     schemas = list({id(a.group.schema): a.group.schema for a in answers if a.group.schema is not None}.values())
     replays = lone.replays() if schemas else {}
     for k in sorted(left.keys() | replays.keys()):
-        unit = txn(k)
+        replay = replays.get(k)
+        unit = txn(k) if replay is None or k in left else None  # (a replay's text is the lone unit's)
         for a in left.get(k, ()):
-            a.group.decide(cast(bytearray, a.out), k, unit)
+            a.group.decide(cast(bytearray, a.out), k, cast(Transaction, unit))
         for schema in schemas:
-            if k in replays:
-                schema.observe(*replays[k])
+            if replay is not None:
+                schema.observe(*replay)
                 continue
-            for e in unit.events:
-                if e.is_query and e.sql and is_schema_statement(e.sql):
-                    schema.observe(e.sql, e.db)
+            for e in cast(Transaction, unit).events:
+                if e.is_query and (sql := e.sql) and is_schema_statement(sql):
+                    schema.observe(sql, e.db)
     for a in answers:
         a.done()
 

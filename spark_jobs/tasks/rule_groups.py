@@ -21,6 +21,8 @@ from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import (EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter,
                                                  lone_statement)
+from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, Tables,
+                                                           lone_tables, statement_group)
 
 # A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
 # u32 little-endian, as `_core.mark_slow` takes them).
@@ -173,28 +175,58 @@ class LoneUnits:
     def __init__(self) -> None:
         self.keys: dict[Hashable, int] = {}
         self.infos: list[tuple[str | None, StatementInfo]] = []  # by key: a statement's default database and parse
-        self._plain: Lone | None = None
+        self._plain: Lone = []
+        self._queries: dict[int, _core.LoneQuery] = {}  # the others, by unit
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
-        self.read: Callable[[], Lone] = list
+        self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
+        self.read: Callable[[], _core.LoneQueries] | None = None
         self.txn: Callable[[int], Transaction] | None = None
 
     def buffer(self, units: _core.UnitList, formats: list[tuple[int, int, int]],
                txn: Callable[[int], Transaction]) -> None:
         """The next buffer's units (`formats` as `UnitList.statement_units` takes them; `txn` unit
         k as a Transaction, made once for every group)."""
-        self._plain, self.txn = None, txn
+        self._plain, self._queries, self.txn = [], {}, txn
         self.classes.clear()
         self.class_of = bytearray(b"\xff" * (4 * len(units)))
         self._replays.clear()
-        self.read = lambda: _plain_units(units, formats)
+        self.read = lambda: units.lone_queries(formats, every=True)
 
     def plain(self) -> Lone:
         """The buffer's units of a GTID and one plain statement (`plain_statement`), by default database."""
-        if self._plain is None:
-            self._plain = self.read()
+        self._read()
         return self._plain
+
+    def _read(self) -> None:
+        """The buffer's lone units, read by the core in one call (`UnitList.lone_queries`), once:
+        the plain ones by default database, with those whose text Python must tell
+        (`plain_statement`), and the others' texts by unit."""
+        if self.read is None:
+            return
+        found, self.read = self.read(), None
+        self._plain = [(group.db, group.units) for group in found.plain]
+        self._plain += [(q.db, q.unit.to_bytes(4, "little")) for q in found.others
+                        if q.plain is None and plain_statement(q.sql)]
+        self._queries = {q.unit: q for q in found.others}
+
+    def tally(self, k: int, tables: Tables, statements: Statements) -> bool:
+        """Unit k's bytes by table where it is a GTID and one statement of a key that updates
+        tables (`klass`), as `statement_tables._unit_tables` puts them, from the core's sizes
+        and the key's group, made once (a DDL-heavy binlog's units are not decoded for it); False
+        for any other unit (`_unit_tables` reads it)."""
+        c, text = self.classes.get(k, LEFT), self._queries.get(k)
+        if c < 0 or text is None or not text.gtid_size:
+            return False
+        group = self._groups.get(c)
+        if group is None:
+            db, info = self.infos[c]
+            group = self._groups[c] = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
+        if not group[2]:  # (grouped by its text)
+            return False
+        lone_tables(group, text.sql, text.size - text.gtid_size, text.gtid_size, tables, statements)
+        return True
 
     def replays(self) -> dict[int, tuple[str, str | None, StatementInfo]]:
         """The buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
@@ -210,15 +242,19 @@ class LoneUnits:
         found = self.classes.get(k)
         if found is not None:
             return found
-        assert self.txn is not None  # (set by `buffer`)
-        unit = self.txn(k)
-        found = LEFT
-        query = lone_statement(unit.events) if unit.kind != CONTROL and unit.complete else None
-        sql = query.sql if query is not None else None  # (decoded at each read)
-        if unit.kind == CONTROL or not unit.complete:
-            found = STAYS
-        elif query is not None and sql is not None:
-            db = query.db
+        self._read()
+        text = self._queries.get(k)
+        found, db, sql = LEFT, None, None
+        if text is not None and text.gtid_size:  # a GTID and one statement, as the core read it
+            db, sql = text.db, text.sql
+        else:  # (one the core does not read: not lone, a control unit, past a Format_description)
+            assert self.txn is not None  # (set by `buffer`)
+            unit = self.txn(k)
+            if unit.kind == CONTROL or not unit.complete:
+                found = STAYS
+            elif (query := lone_statement(unit.events)) is not None:
+                db, sql = query.db, query.sql
+        if sql is not None:
             info = statement_tables(sql, db or "")
             if info.parse_ok and info.kind not in _ONE_BY_ONE:
                 key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables,
@@ -238,10 +274,3 @@ class LoneUnits:
 _ONE_BY_ONE = frozenset({Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.UPDATE_MULTI})
 
 
-def _plain_units(units: _core.UnitList, formats: list[tuple[int, int, int]]) -> Lone:
-    """The buffer's GTID-and-one-plain-statement units by default database, read by the core in
-    one call (`UnitList.lone_queries`), with those whose text Python must tell (`plain_statement`)."""
-    found = units.lone_queries(formats)
-    out: Lone = [(group.db, group.units) for group in found.plain]
-    out += [(q.db, q.unit.to_bytes(4, "little")) for q in found.others if q.plain is None and plain_statement(q.sql)]
-    return out

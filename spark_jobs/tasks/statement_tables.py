@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import threading
 from array import array
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dumpfilter import _core
 from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.event import decode_text
+
+if TYPE_CHECKING:
+    from dumpfilter.rules.statement_info import StatementInfo
 
 FRAMING = ("", "(transaction framing)")  # GTID, BEGIN, annotations, XID/COMMIT of a transaction that writes no table
 OTHER = ("", "(control events)")  # FDE, Gtid_list, Rotate, Binlog_checkpoint, Stop...: the control units
@@ -187,20 +190,35 @@ def _unit_tables(txn: Transaction, tables: Tables, statements: Statements) -> No
             if statement_verb(sql) in _FRAMING_VERBS:
                 envelope += e.size + context
             else:
-                info = statement_tables(sql, db or None)
-                updated = tuple(dict.fromkeys((t[0], t[1]) for t in info.updated))
-                if updated or len(statements) < STATEMENT_GROUPS_MAX:
-                    key: StatementGroup = (db, str(info.kind), updated, "" if updated else sql)
-                else:
-                    key = (db, str(info.kind), (), "")
+                key = statement_group(db, statement_tables(sql, db or None), sql, len(statements))
                 got = statements.get(key)
                 if got is None:
                     statements[key] = [e.size + context, sql]
                 else:
                     got[0] += e.size + context
-                for written_table in updated:
+                for written_table in key[2]:
                     written.setdefault(written_table, key)
             context = 0
         else:
             envelope += e.size
     share_envelope(tables, envelope + context, written)
+
+
+def statement_group(db: str, info: StatementInfo, sql: str, groups: int) -> StatementGroup:
+    """The group of statement `sql` of default database `db` and parse `info` where `groups`
+    groups are met: (db, kind, the tables it updates, ""), or for one that updates no table its
+    parser names, its text in place of the tables (its kind alone past STATEMENT_GROUPS_MAX)."""
+    updated = tuple(dict.fromkeys((t[0], t[1]) for t in info.updated))
+    return (db, str(info.kind), updated, "" if updated or groups >= STATEMENT_GROUPS_MAX else sql)
+
+
+def lone_tables(group: StatementGroup, sql: str, size: int, envelope: int, tables: Tables,
+                statements: Statements) -> None:
+    """`_unit_tables` of a unit of an `envelope`-byte GTID and one `size`-byte statement `sql` of
+    `group`, which updates tables (`rule_groups.LoneUnits.tally`)."""
+    got = statements.get(group)
+    if got is None:
+        statements[group] = [size, sql]
+    else:
+        got[0] += size
+    share_envelope(tables, envelope, dict.fromkeys(group[2], group))

@@ -66,6 +66,15 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
             assert plain is None or plain == plain_statement(text[1]), (pos, k, text)
             got[k] = (db, text[1] if sql is None else sql)
         assert len(got) == len(listed_here)
+        # Asked for every unit (`experiment`'s classes): the same units, each with its text, and
+        # its GTID event's and its own sizes, as the per-unit read finds them.
+        every = seg.index.unit_list.lone_queries(seg.index.formats(), every=True).others
+        assert [(q.unit, q.db, q.sql) for q in every] == [(k, *got[k]) for k in sorted(got)]
+        for q in every:
+            unit = seg.units[q.unit]
+            sizes = [e.size for e in unit.txn.events]  # (a GTID and the Query, or the Query alone)
+            assert (q.gtid_size, q.size) == (sizes[0] if len(sizes) == 2 else 0, sum(sizes)), (pos, q.unit)
+            assert q.plain is True or (q.plain, q.sql) == next((p, s) for k, _, p, s in listed_here if k == q.unit)
         left_out = _parts_with_fde(seg.index)
         for k in range(len(seg.units)):
             unit = seg.units[k]

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, TransactionFilter
 from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk
 from dumpfilter.spark_jobs.tasks.chunks import Chunk
 from dumpfilter.topology import parse_topology
+from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.oracles.chunk_units import read_units
 from tests.rules.test_lint_cases import Build
 
@@ -103,3 +106,33 @@ def test_a_class_is_decided_once_across_counts(tmp_path, monkeypatch):
         decided.clear()
         again = pool.submit(count_chunk, chunk, slaves).result()
     assert not decided and [c.counts for c in again] == [c.counts for c in first]
+
+
+@pytest.mark.parametrize("flavor", FLAVORS)
+def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor):
+    """A GTID and one DDL of a class that updates tables puts its bytes by table from the core's
+    sizes and the class (`LoneUnits.tally`), not decoded: the same tables, envelopes and
+    statements, in the same order, as the unit read one event at a time (`_unit_tables`)."""
+    from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits
+
+    paths = generate(WorkloadSpec(seed=80, transactions=800, flavor=flavor, ddl_share=0.25,
+                                  binlog_format="mixed"), tmp_path)
+    names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
+    chunk, slaves = Chunk(0, str(paths[0]), 0), _topology(names).slaves
+    real, tallied = LoneUnits.tally, []
+
+    def spy(self, k, tables, statements):
+        took = real(self, k, tables, statements)
+        tallied.append(took)
+        return took
+
+    def counted():
+        with ThreadPoolExecutor(1) as pool:  # (a thread of its own: its rule groups are new)
+            got = pool.submit(count_chunk, chunk, slaves).result()
+        return [(list(c.tables.items()), list(c.statements.items()), c.counts) for c in got]
+
+    monkeypatch.setattr(LoneUnits, "tally", spy)
+    fast = counted()
+    assert sum(tallied) > 50  # the DDL took the class's way
+    monkeypatch.setattr(LoneUnits, "tally", lambda self, k, tables, statements: False)
+    assert counted() == fast

@@ -295,9 +295,14 @@ records! {
         units: Py<PyBytes>,
     }
 
-    /// `UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None).
+    /// `UnitList.lone_queries`: a unit whose SQL is not plain (False), or Python must tell (None),
+    /// or (asked for every unit) is plain (True).
     LoneQuery = "LoneQuery" {
         unit: usize,
+        /// Its GTID event's size (0: none): where the QUERY event starts.
+        gtid_size: usize,
+        /// The unit's size in bytes.
+        size: usize,
         db: Py<PyString>,
         plain: Option<bool>,
         sql: Py<PyString>,
@@ -307,7 +312,7 @@ records! {
     LoneQueries = "LoneQueries" {
         /// LoneGroup per default database, the units whose SQL is plain.
         plain: Py<PyList> as Vec<LoneGroup>,
-        /// LoneQuery per other unit, in order.
+        /// LoneQuery per other unit (or per unit), in order.
         others: Py<PyList> as Vec<LoneQuery>,
     }
 

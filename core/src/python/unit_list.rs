@@ -331,16 +331,20 @@ impl PyUnitList {
     /// for a whole segment in one call. `plain`: a LoneGroup (default database, unit indices as
     /// u32 LE bytes) per default database of the units whose SQL is plain (`plain_statement`),
     /// which alone keys their answer under database rules: no text and no object per unit.
-    /// `others`: a LoneQuery per other unit, plain False, or None where Python must tell. `formats` gives per part (its format's QUERY post-header length,
-    /// its checksum length, the first unit the format is in force for): the part's units before
-    /// that one (an FDE inside the part changed the format) are left out, as is every other
-    /// unit. Texts decode as UTF-8 with surrogateescape, as `codec.event.query_text` does.
+    /// `others`: a LoneQuery per other unit, plain False, or None where Python must tell; with
+    /// `every`, per plain unit too (plain True: `experiment` reads each one's text). `formats`
+    /// gives per part (its format's QUERY post-header length, its checksum length, the first unit
+    /// the format is in force for): the part's units before that one (an FDE inside the part
+    /// changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
+    /// surrogateescape, as `codec.event.query_text` does.
+    #[pyo3(signature = (formats, every = false))]
     fn lone_queries<'py>(
         &self,
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
+        every: bool,
     ) -> PyResult<LoneQueries> {
-        super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats)
+        super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats, every)
     }
 
     /// Each slave's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)

@@ -23,6 +23,7 @@ pub(super) fn lone_queries(
     list: &UnitList,
     bufs: &[Held],
     formats: &[(usize, usize, usize)],
+    every: bool,
 ) -> PyResult<LoneQueries> {
     let others = PyList::empty(py);
     // A segment's DDL names a few databases: a short list beats hashing.
@@ -38,20 +39,23 @@ pub(super) fn lone_queries(
         let buf = buf.bytes(py);
         if let Some((db, sql)) = list.lone_query(k, buf, post, crc) {
             let (db, sql) = (&buf[db], &buf[sql]);
-            match sql::plain_statement(sql) {
-                Some(true) => {
-                    let at = plain.iter().position(|(d, _)| *d == db).unwrap_or_else(|| {
-                        plain.push((db, Vec::new()));
-                        plain.len() - 1
-                    });
-                    plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
-                }
-                plain => others.append(LoneQuery {
+            let is_plain = sql::plain_statement(sql);
+            if is_plain == Some(true) {
+                let at = plain.iter().position(|(d, _)| *d == db).unwrap_or_else(|| {
+                    plain.push((db, Vec::new()));
+                    plain.len() - 1
+                });
+                plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
+            }
+            if is_plain != Some(true) || every {
+                others.append(LoneQuery {
                     unit: k,
+                    gtid_size: u.gtid_size as usize,
+                    size: u.end() - u.start(),
                     db: text(py, db)?.unbind(),
-                    plain,
+                    plain: is_plain,
                     sql: text(py, sql)?.unbind(),
-                })?,
+                })?;
             }
         }
     }
