@@ -120,6 +120,8 @@ class RuleGroup:
         lone = self.lone
         assert lone is not None  # (set by `buffer`)
         codes = self.codes if self.engine is not None else bytearray()
+        if self.engine is not None:
+            lone.classify()
         # The units of a class the group has answered are set by the core; Python reads the others
         # (a unit met first, a class met first, one the group decides on its own).
         for k in mark_classes(out, at, lone.class_of, codes):
@@ -181,6 +183,8 @@ class LoneUnits:
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
+        self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
+        self._classified = False
         self.read: Callable[[], _core.LoneQueries] | None = None
         self.txn: Callable[[int], Transaction] | None = None
 
@@ -188,7 +192,7 @@ class LoneUnits:
                txn: Callable[[int], Transaction]) -> None:
         """The next buffer's units (`formats` as `UnitList.statement_units` takes them; `txn` unit
         k as a Transaction, made once for every group)."""
-        self._plain, self._queries, self.txn = [], {}, txn
+        self._plain, self._queries, self.txn, self._classified = [], {}, txn, False
         self.classes.clear()
         self.class_of = bytearray(b"\xff" * (4 * len(units)))
         self._replays.clear()
@@ -233,41 +237,66 @@ class LoneUnits:
         FUNCTION), by unit: (statement, default database, parse)."""
         return self._replays
 
+    def classify(self) -> None:
+        """The class (`klass`) of each of the buffer's units of a GTID and one statement that the
+        core read, in one loop, once a buffer, before the core reads them (`_core.mark_classes`):
+        a text met before (`texts`: a DDL workload repeats its CREATE and DROP TABLE) is not
+        parsed again."""
+        if self._classified:
+            return
+        self._read()
+        self._classified, texts, classes, replays = True, self.texts, self.classes, self._replays
+        for k, q in self._queries.items():
+            if q.gtid_size:
+                c, replay = texts.get((q.db, q.sql)) or self._parsed(q.db, q.sql)
+                classes[k] = c
+                if replay is not None:
+                    replays[k] = (q.sql, q.db, replay)
+                struct.pack_into("<I", self.class_of, 4 * k, c if c >= 0 else CLASS_LEFT)
+
     def klass(self, k: int) -> int:
         """Unit k's class: STAYS (a control unit, or one the input ends inside), the key of a GTID
         and one statement that parses and is neither trigger DDL nor a multi-table UPDATE (what
         rpl_filter.cc reads of it, under rules that answer by parse: the default database, the kind,
         a database statement's name, whether table rules pass it by, the tables it updates; not
         the column or index names that set one ALTER apart from the next), else LEFT."""
+        self.classify()
         found = self.classes.get(k)
         if found is not None:
             return found
-        self._read()
-        text = self._queries.get(k)
-        found, db, sql = LEFT, None, None
-        if text is not None and text.gtid_size:  # a GTID and one statement, as the core read it
-            db, sql = text.db, text.sql
-        else:  # (one the core does not read: not lone, a control unit, past a Format_description)
-            assert self.txn is not None  # (set by `buffer`)
-            unit = self.txn(k)
-            if unit.kind == CONTROL or not unit.complete:
-                found = STAYS
-            elif (query := lone_statement(unit.events)) is not None:
-                db, sql = query.db, query.sql
-        if sql is not None:
-            info = statement_tables(sql, db or "")
-            if info.parse_ok and info.kind not in _ONE_BY_ONE:
-                key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables,
-                       info.updated)
-                found = self.keys.get(key, LEFT)
-                if found == LEFT and len(self.keys) < self.KEYS_MAX:
-                    found = self.keys[key] = len(self.keys)
-                    self.infos.append((db, info))
-                if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
-                    self._replays[k] = (sql, db, info)
+        # (one the core does not read: not lone, a control unit, past a Format_description)
+        assert self.txn is not None  # (set by `buffer`)
+        unit, found = self.txn(k), LEFT
+        if unit.kind == CONTROL or not unit.complete:
+            found = STAYS
+        elif (query := lone_statement(unit.events)) is not None and (sql := query.sql) is not None:
+            found, replay = self._parsed(query.db, sql)
+            if replay is not None:
+                self._replays[k] = (sql, query.db, replay)
         self.classes[k] = found
         struct.pack_into("<I", self.class_of, 4 * k, found if found >= 0 else CLASS_LEFT if found == LEFT else CLASS_STAYS)
         return found
+
+    def _parsed(self, db: str | None, sql: str) -> tuple[int, StatementInfo | None]:
+        """The class of statement `sql` under default database `db`, and its parse where the schema
+        model replays it (DDL, CREATE FUNCTION), else None; remembered by text (`texts`)."""
+        info, found, replay = statement_tables(sql, db or ""), LEFT, None
+        if info.parse_ok and info.kind not in _ONE_BY_ONE:
+            key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables, info.updated)
+            found = self.keys.get(key, LEFT)
+            if found == LEFT and len(self.keys) < self.KEYS_MAX:
+                found = self.keys[key] = len(self.keys)
+                self.infos.append((db, info))
+            if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
+                replay = info
+        if len(sql) <= _TEXT_MAX:
+            if len(self.texts) >= self.KEYS_MAX:
+                self.texts.clear()
+            self.texts[(db, sql)] = (found, replay)
+        return found, replay
+
+
+_TEXT_MAX = 4096  # `LoneUnits.texts` remembers statements up to this long (its memory stays bounded)
 
 
 # Lone statements whose decision reads the replica's trigger knowledge or the schema model.

@@ -136,3 +136,24 @@ def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor):
     assert sum(tallied) > 50  # the DDL took the class's way
     monkeypatch.setattr(LoneUnits, "tally", lambda self, k, tables, statements: False)
     assert counted() == fast
+
+
+def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
+    """A DDL workload repeats its scratch tables' CREATE and DROP: each text is parsed once for the
+    count's classes (`LoneUnits.texts`), and the counts are those of parsing each unit."""
+    from dumpfilter.spark_jobs.tasks import rule_groups
+
+    build = Build("mariadb").q("CREATE DATABASE db")
+    for n in range(5):
+        build.q("CREATE TABLE IF NOT EXISTS s (a int)", db="db").q(f"ALTER TABLE s ADD COLUMN c{n} int", db="db")
+        build.q("DROP TABLE IF EXISTS s", db="db")
+    path = build.write(tmp_path / "m-bin.000001")
+    parsed: list[str] = []
+    real = rule_groups.statement_tables
+    monkeypatch.setattr(rule_groups, "statement_tables", lambda sql, db: parsed.append(sql) or real(sql, db))
+    names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
+    once = _count(path, names)
+    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 8  # CREATE DATABASE, 5 ALTERs, CREATE, DROP
+    monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
+    parsed.clear()
+    assert _count(path, names) == once and len(parsed) == 16
