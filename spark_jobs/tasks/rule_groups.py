@@ -19,8 +19,7 @@ from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.schema import SCHEMA_KINDS
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
-from dumpfilter.rules.transaction_filter import (EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter,
-                                                 lone_statement)
+from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
 from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, Tables,
                                                            lone_tables, statement_group)
 
@@ -259,22 +258,14 @@ class LoneUnits:
         and one statement that parses and is neither trigger DDL nor a multi-table UPDATE (what
         rpl_filter.cc reads of it, under rules that answer by parse: the default database, the kind,
         a database statement's name, whether table rules pass it by, the tables it updates; not
-        the column or index names that set one ALTER apart from the next), else LEFT."""
-        self.classify()
+        the column or index names that set one ALTER apart from the next; after `classify`), else
+        LEFT."""
         found = self.classes.get(k)
-        if found is not None:
-            return found
-        # (one the core does not read: not lone, a control unit, past a Format_description)
-        assert self.txn is not None  # (set by `buffer`)
-        unit, found = self.txn(k), LEFT
-        if unit.kind == CONTROL or not unit.complete:
-            found = STAYS
-        elif (query := lone_statement(unit.events)) is not None and (sql := query.sql) is not None:
-            found, replay = self._parsed(query.db, sql)
-            if replay is not None:
-                self._replays[k] = (sql, query.db, replay)
-        self.classes[k] = found
-        struct.pack_into("<I", self.class_of, 4 * k, found if found >= 0 else CLASS_LEFT if found == LEFT else CLASS_STAYS)
+        if found is None:  # not a lone unit the core read (`classify`): each group decides it
+            assert self.txn is not None  # (set by `buffer`)
+            unit = self.txn(k)
+            found = self.classes[k] = STAYS if unit.kind == CONTROL or not unit.complete else LEFT
+            struct.pack_into("<I", self.class_of, 4 * k, CLASS_LEFT if found == LEFT else CLASS_STAYS)
         return found
 
     def _parsed(self, db: str | None, sql: str) -> tuple[int, StatementInfo | None]:
