@@ -25,8 +25,8 @@ mod made_crc;
 pub(crate) mod mysql;
 mod placeholder;
 
-pub(crate) use made_crc::made_query_len;
-use made_crc::{made_query, made_query_into};
+use made_crc::made_query_into;
+pub(crate) use made_crc::{made_query, made_query_len};
 pub(crate) use placeholder::recorded as recorded_placeholders;
 use placeholder::{framed_form, framed_run, placeholders, rand_len, stretch_pair};
 
@@ -269,20 +269,13 @@ pub(crate) fn empty(
         } else {
             out.extend_from_slice(gtid);
         }
-        empty_commit(&head, crc, out);
+        made_query(&head, COMMIT_BODY, crc, out);
     }
     Some(Form {
         bytes: (gtid_size + commit) as u64,
         events: 2,
         ..Form::default()
     })
-}
-
-/// The COMMIT that closes a MariaDB empty transaction, made from its GTID `gtid` and appended to
-/// `out`: by the send walk (`empty`), and by a slave closing each GTID of an empty-transaction
-/// stretch (`empty_transactions`), the same bytes.
-pub fn empty_commit(gtid: &[u8], crc: bool, out: &mut Vec<u8>) {
-    made_query(gtid, COMMIT_BODY, crc, out);
 }
 
 /// The empty transactions an empty-transaction stretch's GTIDs (`gtids`, whole events, as
