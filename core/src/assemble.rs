@@ -14,7 +14,7 @@ use crate::scan::{F_MYSQL_GTID, F_PAYLOAD, F_TAGGED_GTID};
 use crate::skip_forms;
 use crate::split::gtid_marks;
 use crate::stmt_units::ByKeys;
-use crate::trx_length::Gtid;
+use crate::trx_length::with_length;
 use crate::types::*;
 use crate::unit_cut::{answer, cut};
 
@@ -118,20 +118,6 @@ pub fn push_renumbered(
 pub fn last_timestamp(out: &[u8]) -> u32 {
     let stamps = events(out, 0, out.len()).filter_map(|(at, _)| u32_at(out, at));
     stamps.filter(|ts| *ts != 0).last().unwrap_or(0)
-}
-
-/// The renamed unit `made` (its GTID first) with, for a MySQL unit, its GTID's
-/// transaction_length counting the renamed events (as `fix_transaction_length` makes it).
-fn with_length(made: Vec<u8>, mysql: bool, crc: bool) -> Option<Vec<u8>> {
-    if !mysql {
-        return Some(made);
-    }
-    let g = u32_at(&made, 9)? as usize;
-    let gtid = Gtid::read(made.get(..g)?, crc)?;
-    let mut out = Vec::with_capacity(made.len() + 8);
-    gtid.put((made.len() - g) as u64, &mut out);
-    out.extend_from_slice(&made[g..]);
-    Some(out)
 }
 
 /// Appends `made` (whole events) at output offset `out_pos`, renumbered; returns its size.
@@ -257,7 +243,12 @@ pub fn assemble(
                 }
                 let made = r.made(buf, (u.start, u.end));
                 // (a MySQL GTID's transaction_length counts the renamed events)
-                let Some(made) = with_length(made, mysql, opt.crc) else {
+                let made = if mysql {
+                    with_length(&made, opt.crc)
+                } else {
+                    Some(made)
+                };
+                let Some(made) = made else {
                     break;
                 };
                 out_pos += push_made(&mut out, &made, out_pos, opt.crc);

@@ -4,7 +4,8 @@
 //! of its bytes: a correct event's CRC over its own bytes (stored CRC included) is always the
 //! residue 0x2144DF1C, and CRC32 is linear, so the CRC of the run is fixed by the event sizes
 //! alone (zlib's crc32_combine, one carry-less multiply per event). A mismatch says that some
-//! event of the run is bad; the caller then checks event by event to name it.
+//! event of the run is bad; the caller then checks event by event to name it. And the CRC32 of
+//! a made event from its template's tables (`Template`).
 
 use std::sync::OnceLock;
 
@@ -230,6 +231,60 @@ pub fn fde_crc_ok(event: &[u8]) -> bool {
     h.update(&[event[17] & !(LOG_EVENT_BINLOG_IN_USE_F as u8)]);
     h.update(&event[18..n - 4]);
     u32_at(event, n - 4) == Some(h.finalize())
+}
+
+/// A made event's fixed bytes and the positions where events made from it differ (zlib's CRC32
+/// is affine in the message: for messages of one length, crc(a ^ b) = crc(a) ^ crc(b) ^
+/// crc(zeros)): the skip forms' made events (`skip_forms::made_crc`), the Heartbeats' log_pos.
+pub(crate) struct Template {
+    len: usize,
+    /// The CRC of the template with zeros at the varying positions.
+    pub(crate) base: u32,
+    at: Vec<usize>,
+    /// Per varying position, what a byte value there adds to the CRC.
+    pub(crate) tables: Vec<[u32; 256]>,
+}
+
+impl Template {
+    pub(crate) fn new(template: &[u8], at: &[usize]) -> Self {
+        let zeros = vec![0u8; template.len()];
+        let zero = crc32fast::hash(&zeros);
+        let mut fixed = template.to_vec();
+        for &p in at {
+            fixed[p] = 0;
+        }
+        let tables = at
+            .iter()
+            .map(|&p| {
+                let mut table = [0u32; 256];
+                let mut one = zeros.clone();
+                for (v, slot) in table.iter_mut().enumerate() {
+                    one[p] = v as u8;
+                    *slot = crc32fast::hash(&one) ^ zero;
+                }
+                table
+            })
+            .collect();
+        Template {
+            len: template.len(),
+            base: crc32fast::hash(&fixed),
+            at: at.to_vec(),
+            tables,
+        }
+    }
+
+    /// The CRC32 of `event`, made from this template (its other bytes are the template's);
+    /// None for an event of another length.
+    pub(crate) fn crc(&self, event: &[u8]) -> Option<u32> {
+        if event.len() != self.len {
+            return None;
+        }
+        let mut c = self.base;
+        for (table, &p) in self.tables.iter().zip(&self.at) {
+            c ^= table[event[p] as usize];
+        }
+        Some(c)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! position, the file name as the body, a CRC32 when the binlog has them), and their making in
 //! bulk: a do-db slave of eight schemas is sent one before nearly every unit it keeps.
 
-use crate::crc::seal;
+use crate::crc::{seal, Template};
 use crate::types::{HEADER_LEN, HEARTBEAT};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -36,22 +36,9 @@ fn pos_tables(len: usize) -> Arc<PosTables> {
     let mut made = made.lock().unwrap_or_else(|e| e.into_inner());
     made.entry(len)
         .or_insert_with(|| {
-            let mut msg = vec![0u8; len];
-            let zero = crc32fast::hash(&msg);
+            let at: Vec<usize> = (LOG_POS_AT..LOG_POS_AT + 4).collect();
             let mut t = [[0u32; 256]; 4];
-            for (byte, table) in t.iter_mut().enumerate() {
-                let mut bit = [0u32; 8]; // what each bit of this byte adds
-                for (b, add) in bit.iter_mut().enumerate() {
-                    msg[LOG_POS_AT + byte] = 1 << b;
-                    *add = crc32fast::hash(&msg) ^ zero;
-                }
-                msg[LOG_POS_AT + byte] = 0;
-                for (v, entry) in table.iter_mut().enumerate() {
-                    *entry = (0..8)
-                        .filter(|b| v >> b & 1 != 0)
-                        .fold(0, |acc, b| acc ^ bit[b]);
-                }
-            }
+            t.copy_from_slice(&Template::new(&vec![0u8; len], &at).tables);
             Arc::new(t)
         })
         .clone()

@@ -147,6 +147,13 @@ impl RelayRun<'_> {
         }
         self.bytes += (hi - lo) as u64;
     }
+
+    /// Counts units relayed, their events and the placeholders they drop.
+    fn took(&mut self, units: u64, events: u64, holes: u64) {
+        self.units += units;
+        self.events += events;
+        self.placeholders += holes;
+    }
 }
 
 /// Whether `u` is a lone Heartbeat: a control unit of one event whose type is a Heartbeat.
@@ -358,9 +365,7 @@ fn holed_unit(
             }
         }
     }
-    plan.units += 1;
-    plan.events += events;
-    plan.placeholders += holes;
+    plan.took(1, events, holes);
     true
 }
 
@@ -420,8 +425,7 @@ pub fn relay_ranges<'r>(
             } else {
                 plan.push(st.range.0, st.range.1);
             }
-            plan.units += st.units;
-            plan.events += 2 * st.units;
+            plan.took(st.units, 2 * st.units, 0);
             i += 1;
             continue;
         }
@@ -429,18 +433,14 @@ pub fn relay_ranges<'r>(
             for (lo, hi) in [gtid, xid] {
                 plan.push(lo, hi);
             }
-            plan.units += 1;
-            plan.events += 2;
-            plan.placeholders += holes;
+            plan.took(1, 2, holes);
             i += 1;
             continue;
         }
         let at = plan.own.len();
         if lone.is_some_and(|f| skipped_ddl(buf, u, f.crc_len, &mut plan.own)) {
             plan.made(at);
-            plan.units += 1;
-            plan.events += 2;
-            plan.placeholders += 1;
+            plan.took(1, 2, 1);
             i += 1;
             continue;
         }
@@ -450,9 +450,7 @@ pub fn relay_ranges<'r>(
             .and_then(|f| mysql_placeholder_unit(buf, u, f, &mut plan.own));
         if let Some((events, holes)) = made {
             plan.made(at);
-            plan.units += 1;
-            plan.events += events;
-            plan.placeholders += holes;
+            plan.took(1, events, holes);
             i += 1;
             continue;
         }
@@ -511,8 +509,7 @@ pub fn relay_ranges<'r>(
             break;
         }
         plan.push(u.start, u.end);
-        plan.units += 1;
-        plan.events += u.events as u64;
+        plan.took(1, u.events as u64, 0);
         i += 1;
     }
     plan.next = i;

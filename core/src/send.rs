@@ -509,8 +509,7 @@ fn cut(
     }
     // A MySQL unit keeps its BEGIN with its GTID, whose transaction_length counts what is left:
     // made anew (trx_length::with_length), as `filter` writes it.
-    let mut made = Vec::with_capacity(joined.len() + 8);
-    crate::trx_length::with_length(&joined, opt.heartbeat_crc, &mut made)?;
+    let made = crate::trx_length::with_length(&joined, opt.heartbeat_crc)?;
     Some((Cut::Bytes(made), events))
 }
 

@@ -25,8 +25,8 @@ mod made_crc;
 pub(crate) mod mysql;
 mod placeholder;
 
-pub(crate) use made_crc::made_query_len;
-use made_crc::{made_query, made_query_into};
+use made_crc::made_query_into;
+pub(crate) use made_crc::{made_query, made_query_len};
 pub(crate) use placeholder::recorded as recorded_placeholders;
 use placeholder::{framed_form, framed_run, placeholders, rand_len, stretch_pair};
 
@@ -73,11 +73,8 @@ pub fn skipped(
     framing: Option<&[(usize, usize)]>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    if u.flags & F_COMPLETE == 0 {
-        return None;
-    }
-    let raw = buf.get(u.start()..u.end())?;
-    match *raw.get(4)? {
+    let (raw, kind) = complete(u, buf)?;
+    match kind {
         MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {}
         GTID | ANONYMOUS_GTID => return mysql::skipped(u, raw, skip, crc, runs, framing, out),
         _ => return None,
@@ -108,6 +105,14 @@ pub fn skipped(
     }
 }
 
+/// Unit `u`'s bytes in `buf` and its first event's type, where the unit is complete.
+fn complete<'a>(u: &ListedUnit, buf: &'a [u8]) -> Option<(&'a [u8], u8)> {
+    let raw = buf
+        .get(u.start()..u.end())
+        .filter(|_| u.flags & F_COMPLETE != 0)?;
+    Some((raw, *raw.get(4)?))
+}
+
 /// Skipped unit `u` of `buf` under `skip` as a walk making stretches takes it
 /// (`stretch::Stretch::take_unit`), without making its form: its GTID, its XID under the
 /// placeholder policy, and its form's counts. None where its form is not those (a placeholder
@@ -121,9 +126,11 @@ pub fn stretch_unit<'a>(
     crc: bool,
     framing: Option<&[(usize, usize)]>,
 ) -> Option<StretchUnit<'a>> {
-    let raw = buf.get(u.start()..u.end())?;
-    let gtid = u.flags & F_MARIADB_GTID != 0 && *raw.get(4)? == MARIADB_GTID;
-    if u.flags & F_COMPLETE == 0 || !gtid || !matches!(skip, SKIP_EMPTY | SKIP_PLACEHOLDER) {
+    let (raw, kind) = complete(u, buf)?;
+    if u.flags & F_MARIADB_GTID == 0
+        || kind != MARIADB_GTID
+        || !matches!(skip, SKIP_EMPTY | SKIP_PLACEHOLDER)
+    {
         return None;
     }
     if skip == SKIP_EMPTY {
@@ -210,11 +217,8 @@ pub fn with_placeholders(
     runs: bool,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    if u.flags & F_COMPLETE == 0 {
-        return None;
-    }
-    let raw = buf.get(u.start()..u.end())?;
-    match *raw.get(4)? {
+    let (raw, kind) = complete(u, buf)?;
+    match kind {
         MARIADB_GTID if u.flags & F_MARIADB_GTID != 0 => {
             placeholders(raw, u.start(), kept, false, crc, runs, out)
         }
@@ -265,20 +269,13 @@ pub(crate) fn empty(
         } else {
             out.extend_from_slice(gtid);
         }
-        empty_commit(&head, crc, out);
+        made_query(&head, COMMIT_BODY, crc, out);
     }
     Some(Form {
         bytes: (gtid_size + commit) as u64,
         events: 2,
         ..Form::default()
     })
-}
-
-/// The COMMIT that closes a MariaDB empty transaction, made from its GTID `gtid` and appended to
-/// `out`: by the send walk (`empty`), and by a slave closing each GTID of an empty-transaction
-/// stretch (`empty_transactions`), the same bytes.
-pub fn empty_commit(gtid: &[u8], crc: bool, out: &mut Vec<u8>) {
-    made_query(gtid, COMMIT_BODY, crc, out);
 }
 
 /// The empty transactions an empty-transaction stretch's GTIDs (`gtids`, whole events, as
@@ -306,14 +303,9 @@ pub(crate) fn test_event(
     crc: bool,
 ) -> Vec<u8> {
     let size = HEADER_LEN + body.len() + if crc { 4 } else { 0 };
-    let mut e = Vec::new();
-    e.extend_from_slice(&timestamp.to_le_bytes());
-    e.push(kind);
-    e.extend_from_slice(&9u32.to_le_bytes());
-    e.extend_from_slice(&(size as u32).to_le_bytes());
-    e.extend_from_slice(&log_pos.to_le_bytes());
-    e.extend_from_slice(&0u16.to_le_bytes());
-    e.extend_from_slice(body);
+    let mut e = crate::test_events::event_from(kind, 9, log_pos, body);
+    e[..4].copy_from_slice(&timestamp.to_le_bytes());
+    e[9..13].copy_from_slice(&(size as u32).to_le_bytes());
     seal(&mut e, 0, crc);
     e
 }

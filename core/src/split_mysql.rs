@@ -75,9 +75,7 @@ impl MysqlRoute<'_> {
         // `with_default_db`: db_len and db replaced, size and CRC redone (rename_db's writer)
         made.extend(rename_event(&joined[g..b], db, None, self.query_post, self.crc_len()).ok()??);
         made.extend_from_slice(&joined[b..]);
-        let mut out = Vec::with_capacity(made.len() + 8);
-        with_length(&made, self.crc, &mut out)?;
-        Some(Some(out))
+        Some(Some(with_length(&made, self.crc)?))
     }
 }
 

@@ -243,17 +243,13 @@ pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option
     let mut c = Cursor { s: sql, at: 0 };
     c.spaces();
     let verb = c.token();
-    let kind = if verb.eq_ignore_ascii_case(b"INSERT") {
-        KIND_INSERT
-    } else if verb.eq_ignore_ascii_case(b"REPLACE") {
-        KIND_REPLACE
-    } else if verb.eq_ignore_ascii_case(b"UPDATE") {
-        KIND_UPDATE
-    } else if verb.eq_ignore_ascii_case(b"DELETE") {
-        KIND_DELETE
-    } else {
-        return None;
-    };
+    let verbs: [(&[u8], u8); 4] = [
+        (b"INSERT", KIND_INSERT),
+        (b"REPLACE", KIND_REPLACE),
+        (b"UPDATE", KIND_UPDATE),
+        (b"DELETE", KIND_DELETE),
+    ];
+    let (_, kind) = *verbs.iter().find(|(v, _)| verb.eq_ignore_ascii_case(v))?;
     // The cues, outside the string literals (whose text is a value, whatever it holds): a comment,
     // RETURNING or a byte outside ASCII (Python's Unicode rules: case folding, `\s`, `\b`) there
     // goes to Python, as does a literal the server may have ended elsewhere (`outside_literals`).

@@ -2,7 +2,7 @@
 //! slave that asked for them (DumpRequest.skip_stretches) as one event holding what the slave
 //! relays of each: under the placeholder policy its GTID and its XID, under the empty-transaction
 //! policy its GTID alone, which the slave closes with the COMMIT the master would have made
-//! (`skip_forms::empty_commit`, one function for both). The send walk makes them (`Stretch`),
+//! (`skip_forms::made_query` of COMMIT_BODY, one function for both). The send walk makes them (`Stretch`),
 //! the scanner takes one for a unit of its own and counts what it stands for, and the slave's
 //! relay run writes its inner events (`inner`).
 //!
@@ -11,6 +11,7 @@
 //! grouped and relayed apart on the slave: on the 500 MB sysbench MIXED binlog 1.5 million events
 //! beyond the heartbeat stream's 0.5 million. A stretch is one event.
 
+use crate::crc::seal;
 use crate::hops;
 use crate::le::{u32_at, u64_at};
 use crate::types::LOG_EVENT_SKIP_REPLICATION_F as SKIP_REPLICATION_F;
@@ -218,10 +219,7 @@ impl Stretch {
         head[17..19].copy_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
         head[19..27].copy_from_slice(&holes.to_le_bytes());
         head[27..35].copy_from_slice(&kind.to_le_bytes());
-        if crc {
-            let sealed = crc32fast::hash(&own[at..]);
-            own.extend_from_slice(&sealed.to_le_bytes());
-        }
+        seal(own, at, crc);
         Some((at, own.len()))
     }
 }

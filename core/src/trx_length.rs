@@ -128,12 +128,13 @@ pub(crate) fn put_packed(value: u64, out: &mut Vec<u8>) {
 }
 
 /// `joined`, a MySQL unit's GTID event and the events kept of the unit, with the GTID's
-/// transaction_length counting them (`fix_transaction_length`), appended to `out`; None, with
-/// nothing appended, where the GTID does not read as Python reads it.
-pub(crate) fn with_length(joined: &[u8], crc: bool, out: &mut Vec<u8>) -> Option<()> {
+/// transaction_length counting them (`fix_transaction_length`); None where the GTID does not
+/// read as Python reads it.
+pub(crate) fn with_length(joined: &[u8], crc: bool) -> Option<Vec<u8>> {
     let g = u32_at(joined, 9)? as usize;
     let gtid = Gtid::read(joined.get(..g)?, crc)?;
-    gtid.put((joined.len() - g) as u64, out);
+    let mut out = Vec::with_capacity(joined.len() + 8);
+    gtid.put((joined.len() - g) as u64, &mut out);
     out.extend_from_slice(&joined[g..]);
-    Some(())
+    Some(out)
 }

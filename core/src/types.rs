@@ -104,7 +104,7 @@ pub const COMMIT_BODY: &[u8] = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x0
 /// The second seed of a stretch's head (`stretch`): skipped units in a row as one event, for a
 /// gRPC slave that asked for them, above any event type, so no placeholder's. PLACEHOLDER_STRETCH
 /// holds each unit's GTID and XID; EMPTY_STRETCH each unit's GTID, which the slave closes with
-/// the COMMIT the empty-transaction policy makes (`skip_forms::empty_commit`).
+/// the COMMIT the empty-transaction policy makes (`skip_forms::made_query`).
 pub const PLACEHOLDER_STRETCH: u64 = 0x100;
 pub const EMPTY_STRETCH: u64 = 0x101;
 

@@ -53,9 +53,7 @@ pub fn cut(buf: &[u8], u: &Unit, ids: &[u32], keep: &[u8], crc: bool) -> Option<
     if u.flags & F_MARIADB_GTID != 0 {
         return Some((joined, events_out));
     }
-    let mut made = Vec::with_capacity(joined.len() + 8);
-    with_length(&joined, crc, &mut made)?;
-    Some((made, events_out))
+    Some((with_length(&joined, crc)?, events_out))
 }
 
 /// Where fast unit buf[start..end)'s statements start: after its GTID, and in a MySQL unit

@@ -283,29 +283,18 @@ impl PyScanner {
                 stmt.as_mut(),
             )
         });
-        let [kept, kept_events, kept_bytes] = a.counts.kept;
-        let [partial, partial_events_in, partial_bytes_in, partial_events_out, partial_bytes_out] =
-            a.counts.partial;
-        let [emptied, emptied_events_in, emptied_bytes_in, emptied_events_out, emptied_bytes_out] =
-            a.counts.emptied;
-        let [skipped, skipped_events_in, skipped_bytes_in] = a.counts.skipped;
-        let counts = AssembleCounts {
-            kept,
-            kept_events,
-            kept_bytes,
-            partial,
-            partial_events_in,
-            partial_bytes_in,
-            partial_events_out,
-            partial_bytes_out,
-            emptied,
-            emptied_events_in,
-            emptied_bytes_in,
-            emptied_events_out,
-            emptied_bytes_out,
-            skipped,
-            skipped_events_in,
-            skipped_bytes_in,
+        // Each outcome's array of assemble::Counts, as the record's fields in its order.
+        macro_rules! counts {
+            ($($outcome:ident: $($field:ident)*;)*) => {{
+                $(let [$($field),*] = a.counts.$outcome;)*
+                AssembleCounts { $($($field,)*)* }
+            }};
+        }
+        let counts = counts! {
+            kept: kept kept_events kept_bytes;
+            partial: partial partial_events_in partial_bytes_in partial_events_out partial_bytes_out;
+            emptied: emptied emptied_events_in emptied_bytes_in emptied_events_out emptied_bytes_out;
+            skipped: skipped skipped_events_in skipped_bytes_in;
         };
         Ok(AssembleResult {
             out: PyBytes::new(py, &a.out).unbind(),

@@ -11,6 +11,7 @@
 use std::sync::OnceLock;
 
 use super::{BEGIN_BODY, COMMIT_BODY, RAND_BODY, SKIP_REPLICATION_F};
+use crate::crc::Template;
 use crate::types::{HEADER_LEN, QUERY, RAND};
 
 /// A Query the filter makes up (`body`: COMMIT_BODY, BEGIN_BODY), dated and numbered as the
@@ -45,58 +46,6 @@ pub(crate) fn made_query_into(gtid: &[u8], body: &[u8], crc: bool, out: &mut [u8
 /// The size of a `made_query` of `body`.
 pub(crate) fn made_query_len(body: &[u8], crc: bool) -> usize {
     HEADER_LEN + body.len() + if crc { 4 } else { 0 }
-}
-
-/// A made event's fixed bytes and the positions where events made from it differ.
-pub(super) struct Template {
-    len: usize,
-    /// The CRC of the template with zeros at the varying positions.
-    base: u32,
-    at: Vec<usize>,
-    /// Per varying position, what a byte value there adds to the CRC.
-    tables: Vec<[u32; 256]>,
-}
-
-impl Template {
-    fn new(template: &[u8], at: &[usize]) -> Self {
-        let zeros = vec![0u8; template.len()];
-        let zero = crc32fast::hash(&zeros);
-        let mut fixed = template.to_vec();
-        for &p in at {
-            fixed[p] = 0;
-        }
-        let tables = at
-            .iter()
-            .map(|&p| {
-                let mut table = [0u32; 256];
-                let mut one = zeros.clone();
-                for (v, slot) in table.iter_mut().enumerate() {
-                    one[p] = v as u8;
-                    *slot = crc32fast::hash(&one) ^ zero;
-                }
-                table
-            })
-            .collect();
-        Template {
-            len: template.len(),
-            base: crc32fast::hash(&fixed),
-            at: at.to_vec(),
-            tables,
-        }
-    }
-
-    /// The CRC32 of `event`, made from this template (its other bytes are the template's);
-    /// None for an event of another length.
-    pub(super) fn crc(&self, event: &[u8]) -> Option<u32> {
-        if event.len() != self.len {
-            return None;
-        }
-        let mut c = self.base;
-        for (table, &p) in self.tables.iter().zip(&self.at) {
-            c ^= table[event[p] as usize];
-        }
-        Some(c)
-    }
 }
 
 /// A RAND placeholder's CRC tables: the template's CRC with zeros where placeholders differ,

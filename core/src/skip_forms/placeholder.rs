@@ -22,7 +22,7 @@ pub(super) fn placeholders(
     runs: bool,
     mut out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    let rand = HEADER_LEN + RAND_BODY + if crc { 4 } else { 0 };
+    let rand = rand_len(crc);
     let mut form = Form::default();
     let (mut p, mut r) = (0, 0);
     let mut run = Run {
@@ -267,8 +267,7 @@ pub(super) fn placeholder(
 ) -> [u8; HEADER_LEN + RAND_BODY + 4] {
     let mut e = [0u8; HEADER_LEN + RAND_BODY + 4];
     e[4] = RAND;
-    let len = HEADER_LEN + RAND_BODY + if crc { 4 } else { 0 };
-    e[9..13].copy_from_slice(&(len as u32).to_le_bytes());
+    e[9..13].copy_from_slice(&(rand_len(crc) as u32).to_le_bytes());
     e[13..17].copy_from_slice(&log_pos);
     e[17..19].copy_from_slice(&SKIP_REPLICATION_F.to_le_bytes());
     e[19..23].copy_from_slice(&size.to_le_bytes());
