@@ -119,7 +119,7 @@ class RuleGroup:
         lone = self.lone
         assert lone is not None  # (set by `buffer`)
         codes = self.codes if self.engine is not None else bytearray()
-        if self.engine is not None:
+        if self.engine is not None and not self.by_database:  # (database rules read no parse: `plain`)
             lone.classify()
         # The units of a class the group has answered are set by the core; Python reads the others
         # (a unit met first, a class met first, one the group decides on its own).
