@@ -183,6 +183,7 @@ class LoneUnits:
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
         self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
+        self._text_chars = 0
         self._classified = False
         self.read: Callable[[], _core.LoneQueries] | None = None
         self.txn: Callable[[int], Transaction] | None = None
@@ -281,13 +282,17 @@ class LoneUnits:
             if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
                 replay = info
         if len(sql) <= _TEXT_MAX:
-            if len(self.texts) >= self.KEYS_MAX:
+            if len(self.texts) >= self.KEYS_MAX or self._text_chars + len(sql) > _TEXTS_CHARS:
                 self.texts.clear()
+                self._text_chars = 0
             self.texts[(db, sql)] = (found, replay)
+            self._text_chars += len(sql)
         return found, replay
 
 
-_TEXT_MAX = 4096  # `LoneUnits.texts` remembers statements up to this long (its memory stays bounded)
+# `LoneUnits.texts` remembers statements up to this long, and this many characters of them in all
+# (its memory stays bounded: a few MB, whatever the texts).
+_TEXT_MAX, _TEXTS_CHARS = 4096, 4 << 20
 
 
 # Lone statements whose decision reads the replica's trigger knowledge or the schema model.

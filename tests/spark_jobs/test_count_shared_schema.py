@@ -154,6 +154,9 @@ def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
     names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
     once = _count(path, names)
     assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 8  # CREATE DATABASE, 5 ALTERs, CREATE, DROP
+    monkeypatch.setattr(rule_groups, "_TEXTS_CHARS", 100)  # three or four texts at a time: some parsed again
+    parsed.clear()
+    assert _count(path, names) == once and 8 < len(parsed) < 16
     monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
     parsed.clear()
     assert _count(path, names) == once and len(parsed) == 16
