@@ -19,6 +19,7 @@ Name = _core.QualifiedName              # (database or None, name), as the core 
 Ref = _core.TableReference               # a table reference and its alias
 Namer = Callable[..., TableRef]          # a Name under the default (or a given) database
 Joined = tuple[TableRef, tuple[str, ...]]  # a reference's table and its alias (none, or one)
+_KINDS = {kind.value: kind for kind in Kind}  # (a dict read: an Enum's call by value costs 1.7 us in 3.11)
 
 
 class _Unparsed(Exception):
@@ -49,7 +50,7 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
 
 
 def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
-    kind = Kind(facts.kind)
+    kind = _KINDS[facts.kind]
     refs, trigger, db_name, target = facts.refs, facts.trigger, facts.db_name, facts.target
 
     def name(ref: Name, db: str = default) -> TableRef:
