@@ -49,20 +49,34 @@ pub const CLASS_STAYS: u32 = u32::MAX - 2;
 /// group and buffer, not a Python step per unit and group (48 groups x 11,000 DDL units).
 pub fn mark_classes(row: &mut [u8], at: usize, classes: &[u8], codes: &[u8]) -> Vec<u32> {
     let mut left = Vec::new();
-    for (k, answer) in row.iter_mut().enumerate().skip(at) {
-        if *answer != ROW_SLOW {
-            continue;
-        }
-        let class = u32_at(classes, 4 * k).unwrap_or(CLASS_UNREAD);
+    let mut k = at;
+    while let Some(slow) = next_slow(row, k) {
+        k = slow + 1;
+        let class = u32_at(classes, 4 * slow).unwrap_or(CLASS_UNREAD);
         if class == CLASS_STAYS {
             continue;
         }
         match codes.get(class as usize).filter(|c| **c != 0xFF) {
-            Some(&code) if class < CLASS_STAYS => *answer = code,
-            _ => left.push(k as u32),
+            Some(&code) if class < CLASS_STAYS => row[slow] = code,
+            _ => left.push(slow as u32),
         }
     }
     left
+}
+
+/// The first unit from `k` whose answer is ROW_SLOW. Eight answers are read at a time and a word
+/// none of whose bytes has both low bits set (ROW_SLOW alone of the codes) passed over whole: a
+/// buffer's few slow units are found among its thousands of others, for each of 48 rule groups.
+fn next_slow(row: &[u8], mut k: usize) -> Option<usize> {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    while let Some(word) = row.get(k..k + 8) {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
+        if w & (w >> 1) & LOW != 0 {
+            break;
+        }
+        k += 8;
+    }
+    Some(k + row.get(k..)?.iter().position(|a| *a == ROW_SLOW)?)
 }
 
 const _: () = assert!(ROW_SKIP == 0 && ROW_PARTIAL == 1 && ROW_KEEP == 2 && ROW_SLOW == 3);
@@ -182,6 +196,35 @@ fn fold(ids: &[u32], kept: &[u64], known: &[u64]) -> (u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mark_classes_finds_slow_units_on_either_side_of_a_word() {
+        // Slow units at a word's first and last byte, past a whole word of others, in the tail
+        // after the last whole word; every other code (SKIP, PARTIAL, KEEP) passed over.
+        let slow = [0usize, 7, 8, 15, 24, 37, 38];
+        let mut row: Vec<u8> = (0..39)
+            .map(|k| [ROW_SKIP, ROW_PARTIAL, ROW_KEEP][k % 3])
+            .collect();
+        for k in slow {
+            row[k] = ROW_SLOW;
+        }
+        let classes: Vec<u8> = (0..39u32).flat_map(|k| (k % 2).to_le_bytes()).collect();
+        let before = row.clone();
+        let left = mark_classes(&mut row, 0, &classes, &[ROW_KEEP, 0xFF]);
+        assert_eq!(left, vec![7, 15, 37]); // class 1, not decided
+        for k in 0..39 {
+            let want = if slow.contains(&k) && k % 2 == 0 {
+                ROW_KEEP
+            } else {
+                before[k]
+            };
+            assert_eq!(row[k], want, "unit {k}");
+        }
+        assert_eq!(
+            mark_classes(&mut row, 16, &classes, &[ROW_SKIP, 0xFF]),
+            vec![37]
+        );
+    }
 
     #[test]
     fn mark_classes_sets_the_decided_classes_and_returns_the_rest() {
