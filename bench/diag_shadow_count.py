@@ -14,6 +14,7 @@ count with what the first left (its rule sets' keep tables); `--out` then writes
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_shadow import candidates_toml
+from dumpfilter.cli.app import GC_GEN0_THRESHOLD
 from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.master.shadow.board import ShadowBoard
 from dumpfilter.rules import lazy_sqlglot
@@ -43,6 +45,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--passes", type=int, default=1)
     args = parser.parse_args()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)  # as the master's command sets it
     spent = [0.0]
     count_units = bandwidth._count_units
 
