@@ -330,14 +330,12 @@ class RuleEngine(EffectiveSemantics, Decider):
         found = tables_of(sql, self.rewrite_db(session_db)[0] if session_db else "", self.names.lower_incoming)
         return found and (current_db, found[0], tuple([self.table_step(db, table) for db, table in found[1]]))
 
-    def parse_reads(self, current_db: str | None, info: StatementInfo) -> Hashable:
-        """What the decision of a statement parsed as `info` under `current_db` reads, for rules
-        that answer lone statements by parse (standard semantics, no rewrite-db, names as they
-        come; no trigger DDL or multi-table UPDATE: spark_jobs' RuleGroup): the default database,
-        the kind, a database statement's name, the exemption, and each updated table's step as
+    def table_reads(self, updated: Iterable[TableRef]) -> Hashable:
+        """What tables_ok reads of the tables a statement updates, for rules that answer lone
+        statements by parse (standard semantics, no rewrite-db, names as they come: spark_jobs'
+        RuleGroup, whose statement classes key the rest its decision reads): each table's step as
         tables_ok folds it (its verdict and rule, not its reason). Equal reads, equal answers."""
-        steps = tuple([(step.ok, step.rule) for step in (self.table_step(db, table) for db, table in info.updated)])
-        return (current_db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables, steps)
+        return tuple([(step.ok, step.rule) for step in (self.table_step(db, table) for db, table in updated)])
 
     def _account_statement(self, sql: str, current_db: str | None, model_parse: StatementInfo | None,
                            info: StatementInfo, decision: Decision) -> None:

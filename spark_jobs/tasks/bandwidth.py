@@ -96,7 +96,7 @@ def _rule_group(rules: RuleSet, settings: Settings, gate: Gate | None) -> RuleGr
     held: dict[tuple[str, str, Gate | None], RuleGroup] = _HELD.__dict__.setdefault("groups", {})
     shapes: KeyShapes | None = getattr(_HELD, "shapes", None)
     if (shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6
-            or len(_HELD.lone.keys) >= LoneUnits.KEYS_MAX):
+            or len(_HELD.lone.keys) >= LoneUnits.KEYS_MAX or len(_HELD.lone.numbers) >= LoneUnits.KEYS_MAX << 2):
         held.clear()  # (each group's answers are by the shapes' ids and the classes' ids)
         shapes = _HELD.shapes = KeyShapes()
         _HELD.lone, _HELD.schema = LoneUnits(), SchemaModel()

@@ -52,14 +52,15 @@ class RuleGroup:
     Rules under standard semantics (no rewrite-db, names as they come) decide any other lone
     statement by what rpl_filter.cc reads of it: its default database, kind, a database
     statement's name, whether table rules pass it by, and the tables it updates (its class,
-    `LoneUnits.klass`), then those tables' verdicts (`RuleEngine.parse_reads`). Each class is
-    answered once per rule group (`codes`), and the units of an answered class are set by the core
+    `LoneUnits.klass`), then those tables' verdicts (`RuleEngine.table_reads`, once per rule
+    group and set of tables). Each class is answered once per rule group (`codes`), and the units of an answered class are set by the core
     (`_core.mark_classes`), not by a Python step per unit and group. No such decision reads the
     schema model: the thread's engines share one, which `count_walks.answer_all` replays once a
     unit for all groups (`schema`). Trigger DDL (the replica's trigger knowledge), multi-table
     UPDATEs (the model) and what does not parse are decided one by one, in stream order."""
 
-    __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "schema")
+    __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "steps",
+                 "schema")
 
     def __init__(self, keeps: KeepTable, settings: Settings) -> None:
         self.keeps = keeps  # (held across chunks with the group: bandwidth._rule_group)
@@ -77,7 +78,8 @@ class RuleGroup:
                                  and not (rules.rewrite_db or rules.effective_do or rules.effective_ignore)
                                  and not engine.names.lower_incoming) else None
         self.codes = bytearray()  # a lone statement's row byte by its key (LoneUnits.klass), _UNDECIDED before
-        self.by_reads: dict[Hashable, int] = {}  # and by what its decision reads (`_by_reads`)
+        self.by_reads: dict[tuple[int, int], int] = {}  # and by what its decision reads (`_by_reads`)
+        self.steps: dict[int, int] = {}  # `table_reads` numbered, by LoneUnits' number of the tables
         self.lone: LoneUnits | None = None
         # The schema model its engine shares with the thread's other engines, which `answer_all`
         # replays once a unit (the engine replays none); None where the engine replays its own.
@@ -139,13 +141,18 @@ class RuleGroup:
 
     def _by_reads(self, c: int, k: int, txn: Callable[[int], Transaction]) -> int:
         """Key c's row byte, met first at unit k: that of the first key whose decision read the
-        same (`RuleEngine.parse_reads`: the same verdicts of the same tables' rules, as a
-        tenant's scratch tables' DDL), else its own decision's."""
+        same (the class's reads but its tables', `LoneUnits.parts`, and its tables' verdicts of
+        the same rules, `RuleEngine.table_reads`, as a tenant's scratch tables' DDL), else its own
+        decision's."""
         assert self.engine is not None and self.lone is not None  # (answered by parse)
-        reads = self.engine.parse_reads(*self.lone.infos[c])
-        code = self.by_reads.get(reads)
+        base, tables = self.lone.parts[c]
+        steps = self.steps.get(tables)
+        if steps is None:  # (a table's four DDL classes, CREATE, ALTER, INDEX, DROP: read once)
+            reads = self.engine.table_reads(self.lone.infos[c][1].updated)
+            steps = self.steps[tables] = self.lone.number(reads)
+        code = self.by_reads.get((base, steps))
         if code is None:
-            code = self.by_reads[reads] = self._code(self.result(k, unit := txn(k)), unit)
+            code = self.by_reads[(base, steps)] = self._code(self.result(k, unit := txn(k)), unit)
         return code
 
     def decide(self, out: bytearray, k: int, unit: Transaction) -> None:
@@ -176,6 +183,10 @@ class LoneUnits:
     def __init__(self) -> None:
         self.keys: dict[Hashable, int] = {}
         self.infos: list[tuple[str | None, StatementInfo]] = []  # by key: a statement's default database and parse
+        # by key: the number of what its decision reads but its tables' verdicts, and of its tables
+        # (`number`: RuleGroup._by_reads keys by small numbers, not by the tuples they stand for)
+        self.parts: list[tuple[int, int]] = []
+        self.numbers: dict[Hashable, int] = {}
         self._plain: Lone = []
         self._queries: dict[int, _core.LoneQuery] = {}  # the others, by unit
         self.classes: dict[int, int] = {}
@@ -254,6 +265,11 @@ class LoneUnits:
                     replays[k] = (q.sql, q.db, replay)
                 struct.pack_into("<I", self.class_of, 4 * k, c if c >= 0 else CLASS_LEFT)
 
+    def number(self, value: Hashable) -> int:
+        """`value`'s number among the values numbered (two per key, and the verdicts of each set of
+        tables: bandwidth's `_rule_group` starts again past `KEYS_MAX << 2`)."""
+        return self.numbers.setdefault(value, len(self.numbers))
+
     def klass(self, k: int) -> int:
         """Unit k's class: STAYS (a control unit, or one the input ends inside), the key of a GTID
         and one statement that parses and is neither trigger DDL nor a multi-table UPDATE (what
@@ -279,6 +295,7 @@ class LoneUnits:
             if found == LEFT and len(self.keys) < self.KEYS_MAX:
                 found = self.keys[key] = len(self.keys)
                 self.infos.append((db, info))
+                self.parts.append((self.number(key[:-1]), self.number(info.updated)))
             if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
                 replay = info
         if len(sql) <= _TEXT_MAX:
