@@ -32,14 +32,15 @@ def plain_statement(sql: str) -> bool:
     return verb not in _MAY_NOT_BE_PLAIN
 
 
-def statement_tables(sql: str, default_db: str | None) -> StatementInfo:
+def statement_tables(sql: str, default_db: str | None, *, remember: bool = True) -> StatementInfo:
     """Classify `sql` and list its updated tables in statement order (unqualified names take `default_db`).
 
     A statement that cannot be understood comes back with `parse_ok=False`; callers keep it.
     The answer (immutable) is remembered for the last 2048 short statements: the master's dump
-    service asks once per slave rule group for the same event.
+    service asks once per slave rule group for the same event. A caller with a memo of its own
+    (`remember=False`) leaves those to the others.
     """
-    if len(sql) > _CACHED_SQL_LEN:
+    if len(sql) > _CACHED_SQL_LEN or not remember:
         return _statement_tables(sql, default_db)
     return _statement_tables_cached(sql, default_db or "")
 

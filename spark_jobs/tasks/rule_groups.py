@@ -20,8 +20,8 @@ from dumpfilter.rules.schema import SCHEMA_KINDS
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
-from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, Tables,
-                                                           lone_tables, statement_group)
+from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, TableName,
+                                                           Tables, lone_tables, statement_group)
 
 # A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
 # u32 little-endian, as `_core.mark_slow` takes them).
@@ -192,7 +192,8 @@ class LoneUnits:
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
-        self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
+        # by key: its statements' group in the bytes by table, and the tables it writes (`share_envelope`)
+        self._groups: dict[int, tuple[StatementGroup, dict[TableName, StatementGroup | None]]] = {}
         self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
         self._text_chars = 0
         self._classified = False
@@ -234,13 +235,14 @@ class LoneUnits:
         c, text = self.classes.get(k, LEFT), self._queries.get(k)
         if c < 0 or text is None or not text.gtid_size:
             return False
-        group = self._groups.get(c)
-        if group is None:
+        found = self._groups.get(c)
+        if found is None:
             db, info = self.infos[c]
-            group = self._groups[c] = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
-        if not group[2]:  # (grouped by its text)
+            group = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
+            found = self._groups[c] = (group, dict.fromkeys(group[2], group))
+        if not found[1]:  # (grouped by its text)
             return False
-        lone_tables(group, text.sql, text.size - text.gtid_size, text.gtid_size, tables, statements)
+        lone_tables(*found, text.sql, text.size - text.gtid_size, text.gtid_size, tables, statements)
         return True
 
     def replays(self) -> dict[int, tuple[str, str | None, StatementInfo]]:
@@ -288,7 +290,9 @@ class LoneUnits:
     def _parsed(self, db: str | None, sql: str) -> tuple[int, StatementInfo | None]:
         """The class of statement `sql` under default database `db`, and its parse where the schema
         model replays it (DDL, CREATE FUNCTION), else None; remembered by text (`texts`)."""
-        info, found, replay = statement_tables(sql, db or ""), LEFT, None
+        # (not through the parses the master's decisions remember: a DDL workload's texts, each met
+        # once, would push theirs out; `texts` remembers these)
+        info, found, replay = statement_tables(sql, db or "", remember=False), LEFT, None
         if info.parse_ok and info.kind not in _ONE_BY_ONE:
             key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables, info.updated)
             found = self.keys.get(key, LEFT)
