@@ -328,13 +328,13 @@ class RuleEngine(EffectiveSemantics, Decider):
             return None
         session_db = self.names.incoming(current_db) if current_db else ""
         found = tables_of(sql, self.rewrite_db(session_db)[0] if session_db else "", self.names.lower_incoming)
-        return found and (current_db, found[0], tuple([self.table_step(db, table) for db, table in found[1]]))
+        return found and (current_db, found[0], self.table_reads(found[1]))
 
     def table_reads(self, updated: Iterable[TableRef]) -> Hashable:
-        """What tables_ok reads of the tables a statement updates, for rules that answer lone
-        statements by parse (standard semantics, no rewrite-db, names as they come: spark_jobs'
+        """What tables_ok reads of the tables a statement updates (`key_reads`; spark_jobs'
         RuleGroup, whose statement classes key the rest its decision reads): each table's step as
-        tables_ok folds it (its verdict and rule, not its reason). Equal reads, equal answers."""
+        tables_ok folds it, its verdict and rule, not its reason (which names the table: keys of
+        other tables alike in both are one answer). Equal reads, equal answers."""
         return tuple([(step.ok, step.rule) for step in (self.table_step(db, table) for db, table in updated)])
 
     def _account_statement(self, sql: str, current_db: str | None, model_parse: StatementInfo | None,
