@@ -20,8 +20,8 @@ from dumpfilter.rules.schema import SCHEMA_KINDS
 from dumpfilter.rules.statement_info import Kind, StatementInfo
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
-from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, TableName,
-                                                           Tables, lone_tables, statement_group)
+from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, Tables,
+                                                           lone_tables, statement_group)
 
 # A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
 # u32 little-endian, as `_core.mark_slow` takes them).
@@ -53,11 +53,12 @@ class RuleGroup:
     statement by what rpl_filter.cc reads of it: its default database, kind, a database
     statement's name, whether table rules pass it by, and the tables it updates (its class,
     `LoneUnits.klass`), then those tables' verdicts (`RuleEngine.table_reads`, once per rule
-    group and set of tables). Each class is answered once per rule group (`codes`), and the units of an answered class are set by the core
-    (`_core.mark_classes`), not by a Python step per unit and group. No such decision reads the
-    schema model: the thread's engines share one, which `count_walks.answer_all` replays once a
-    unit for all groups (`schema`). Trigger DDL (the replica's trigger knowledge), multi-table
-    UPDATEs (the model) and what does not parse are decided one by one, in stream order."""
+    group and set of tables). Each class is answered once per rule group (`codes`), and the units
+    of an answered class are set by the core (`_core.mark_classes`), not by a Python step per unit
+    and group. No such decision reads the schema model: the thread's engines share one, which
+    `count_walks.answer_all` replays once a unit for all groups (`schema`). Trigger DDL (the
+    replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse are
+    decided one by one, in stream order."""
 
     __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "steps",
                  "schema")
@@ -79,7 +80,7 @@ class RuleGroup:
                                  and not engine.names.lower_incoming) else None
         self.codes = bytearray()  # a lone statement's row byte by its key (LoneUnits.klass), _UNDECIDED before
         self.by_reads: dict[tuple[int, int], int] = {}  # and by what its decision reads (`_by_reads`)
-        self.steps: dict[int, int] = {}  # `table_reads` numbered, by LoneUnits' number of the tables
+        self.steps: dict[int, int] = {}  # `table_reads` numbered, by LoneUnits' number of its tables
         self.lone: LoneUnits | None = None
         # The schema model its engine shares with the thread's other engines, which `answer_all`
         # replays once a unit (the engine replays none); None where the engine replays its own.
@@ -192,8 +193,7 @@ class LoneUnits:
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
-        # by key: its statements' group in the bytes by table, and the tables it writes (`share_envelope`)
-        self._groups: dict[int, tuple[StatementGroup, dict[TableName, StatementGroup | None]]] = {}
+        self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
         self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
         self._text_chars = 0
         self._classified = False
@@ -235,14 +235,13 @@ class LoneUnits:
         c, text = self.classes.get(k, LEFT), self._queries.get(k)
         if c < 0 or text is None or not text.gtid_size:
             return False
-        found = self._groups.get(c)
-        if found is None:
+        group = self._groups.get(c)
+        if group is None:
             db, info = self.infos[c]
-            group = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
-            found = self._groups[c] = (group, dict.fromkeys(group[2], group))
-        if not found[1]:  # (grouped by its text)
+            group = self._groups[c] = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
+        if not group[2]:  # (grouped by its text)
             return False
-        lone_tables(*found, text.sql, text.size - text.gtid_size, text.gtid_size, tables, statements)
+        lone_tables(group, text.sql, text.size - text.gtid_size, text.gtid_size, tables, statements)
         return True
 
     def replays(self) -> dict[int, tuple[str, str | None, StatementInfo]]:

@@ -212,13 +212,13 @@ def statement_group(db: str, info: StatementInfo, sql: str, groups: int) -> Stat
     return (db, str(info.kind), updated, "" if updated or groups >= STATEMENT_GROUPS_MAX else sql)
 
 
-def lone_tables(group: StatementGroup, written: dict[TableName, StatementGroup | None], sql: str, size: int,
-                envelope: int, tables: Tables, statements: Statements) -> None:
+def lone_tables(group: StatementGroup, sql: str, size: int, envelope: int, tables: Tables,
+                statements: Statements) -> None:
     """`_unit_tables` of a unit of an `envelope`-byte GTID and one `size`-byte statement `sql` of
-    `group`, which writes tables (`written`, as `share_envelope` takes them: `rule_groups.LoneUnits.tally`)."""
+    `group`, which updates tables (`rule_groups.LoneUnits.tally`)."""
     got = statements.get(group)
     if got is None:
         statements[group] = [size, sql]
     else:
         got[0] += size
-    share_envelope(tables, envelope, written)
+    share_envelope(tables, envelope, dict.fromkeys(group[2], group))

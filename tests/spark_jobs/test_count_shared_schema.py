@@ -108,6 +108,29 @@ def test_a_class_is_decided_once_across_counts(tmp_path, monkeypatch):
     assert not decided and [c.counts for c in again] == [c.counts for c in first]
 
 
+def test_a_tables_verdicts_are_read_once_per_rule_group_for_its_classes(tmp_path, monkeypatch):
+    """A scratch table's DDL is one class per kind (CREATE, ALTER, CREATE INDEX, DROP): a rule group
+    reads the table's verdicts (`RuleEngine.table_reads`) once for all of them, not once per
+    class, and every slave is counted as it is alone."""
+    build = Build("mariadb").q("CREATE DATABASE db")
+    for n in range(3):
+        for table in ("s", "t1"):
+            build.q(f"CREATE TABLE IF NOT EXISTS {table} (a int)", db="db")
+            build.q(f"ALTER TABLE {table} ADD COLUMN c{n} int", db="db").q(f"CREATE INDEX i{n} ON {table} (a)", db="db")
+            build.q(f"DROP TABLE IF EXISTS {table}", db="db")
+    path = build.write(tmp_path / "m-bin.000001")
+    read: list[tuple[int, tuple[tuple[str, str], ...]]] = []
+    real = RuleEngine.table_reads
+    monkeypatch.setattr(RuleEngine, "table_reads",
+                        lambda self, updated: read.append((id(self), tuple(updated))) or real(self, updated))
+    names = [(name, "heartbeat") for name in ("t1", "not-t1", "wild")]
+    together = _count(path, names)
+    assert sorted(set(read)) == sorted(read)  # (each group, each set of tables: once)
+    assert {tables for _, tables in read} == {(), (("db", "s"),), (("db", "t1"),)} and len(read) == 9  # (CREATE DATABASE: ())
+    for name in names:
+        assert _count(path, [name]) == {k: v for k, v in together.items() if k == f"{name[0]}-heartbeat"}
+
+
 @pytest.mark.parametrize("flavor", FLAVORS)
 def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor):
     """A GTID and one DDL of a class that updates tables puts its bytes by table from the core's
@@ -150,7 +173,7 @@ def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
     path = build.write(tmp_path / "m-bin.000001")
     parsed: list[str] = []
     real = rule_groups.statement_tables
-    monkeypatch.setattr(rule_groups, "statement_tables", lambda sql, db: parsed.append(sql) or real(sql, db))
+    monkeypatch.setattr(rule_groups, "statement_tables", lambda sql, db, **kw: parsed.append(sql) or real(sql, db, **kw))
     names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
     once = _count(path, names)
     assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 8  # CREATE DATABASE, 5 ALTERs, CREATE, DROP
