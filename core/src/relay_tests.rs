@@ -22,13 +22,10 @@ fn unit(start: usize, end: usize, kind: u8, flags: u32, tables: (u32, u32)) -> U
         events: 2,
         kind,
         flags,
-        gtid_size: 0,
         tables_lo: tables.0,
         tables_hi: tables.1,
-        gtid_seq: 0,
-        gtid_domain: 0,
-        gtid_server: 0,
         last: start,
+        ..Default::default()
     }
 }
 

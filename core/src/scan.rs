@@ -98,6 +98,9 @@ pub struct Unit {
     pub gtid_server: u32,
     /// Buffer offset of the unit's last event.
     pub last: usize,
+    /// The bytes of its Table_map and rows events while it had the fast shape: all of a fast
+    /// unit's (`UnitList::add` keeps the rest, its envelope, for `tally::table_bytes`).
+    pub row_bytes: usize,
 }
 
 /// Words per unit record in the packed form handed to Python (`Unit::pack_into`).

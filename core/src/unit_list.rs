@@ -35,6 +35,10 @@ pub struct ListedUnit {
     pub kind: u8,
     /// Whether its Table_maps' name ids are in the list (a fast unit): `UnitList::tables`.
     pub tabled: bool,
+    /// A fast unit's envelope (its bytes but its Table_maps' and rows events'), where the
+    /// scanner counted those (`Unit::row_bytes`) and it fits; 0 where not (a fast unit's
+    /// envelope holds its GTID): `tally::table_bytes` then walks the unit's events.
+    pub envelope: u16,
 }
 
 impl ListedUnit {
@@ -152,7 +156,10 @@ impl UnitList {
                 (u32::MAX, u32::MAX)
             };
             self.bounds.extend_from_slice(&[lo, hi]);
-            self.size += u.end.saturating_sub(u.start) as u64;
+            let size = u.end.saturating_sub(u.start);
+            let counted = fast && u.row_bytes > 0;
+            let envelope = size.checked_sub(u.row_bytes).filter(|_| counted);
+            self.size += size as u64;
             self.flags_any |= u.flags;
             let k = self.units.len() as u32;
             self.gtids.push(k, u.gtid_domain, u.gtid_server, u.gtid_seq);
@@ -166,6 +173,7 @@ impl UnitList {
                 gtid_size: u.gtid_size,
                 kind: u.kind,
                 tabled: fast,
+                envelope: envelope.and_then(|e| u16::try_from(e).ok()).unwrap_or(0),
             });
         }
         units.len()

@@ -116,6 +116,7 @@ fn a_listed_unit_reads_back_the_scanned_unit() {
                     gtid_domain: gtid.0,
                     gtid_server: gtid.1,
                     gtid_seq: gtid.2,
+                    ..Default::default()
                 };
                 at += size;
                 units.push(u);

@@ -189,12 +189,14 @@ impl Scanner {
                 self.ids.push(key);
                 self.tables.push(id);
                 open.annotation = false;
+                open.unit.row_bytes += size;
             } else if is_rows(t) {
                 let id = buf.get(pos + 19..pos + 25);
                 let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
                 if open.annotation || !declared {
                     break;
                 }
+                open.unit.row_bytes += size;
                 if statement_ends(buf, pos) {
                     self.ids.clear(); // the applier releases the statement's maps here
                 }
@@ -373,6 +375,7 @@ impl Scanner {
             }
             Fast::Body => {
                 if is_rows(t) {
+                    open.unit.row_bytes += nxt - pos;
                     let id = buf.get(pos + 19..pos + 25);
                     let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
                     if open.annotation || !declared {
@@ -393,6 +396,7 @@ impl Scanner {
                             self.ids.push(tid);
                             self.tables.push(id);
                             open.annotation = false;
+                            open.unit.row_bytes += nxt - pos;
                         }
                         None => open.fast = Fast::No,
                     }
