@@ -81,12 +81,20 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
         // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`, each Rows
         // event after its own Table_map (the scanner walked it): its GTID (`gtid_size`) and
         // XID (from `last`) are envelope unread, and where its Table_maps all name one table
-        // every Table_map and Rows event is that table's, no table id read.
+        // every Table_map and Rows event is that table's, no table id read; the rest is its
+        // envelope, no event read where the scanner kept that (`ListedUnit::envelope`).
         let one = tids.first().filter(|n| tids.iter().all(|m| m == *n));
         let at = (u.start() + u.gtid_size as usize).min(u.end());
         let (mut maps, mut counted) = (0usize, 0u64);
-        let stop = u.last().clamp(at, u.end());
+        let mut stop = u.last().clamp(at, u.end());
         let mut envelope = (at - u.start() + u.end() - stop) as u64;
+        if let Some(&n) = one.filter(|_| u.envelope != 0) {
+            (envelope, stop) = (u.envelope as u64, at);
+            if let Some(slot) = t.by_name.get_mut(n as usize) {
+                counted = size.saturating_sub(envelope);
+                *slot += counted;
+            }
+        }
         for (at, len) in events(buf, at, stop) {
             let kind = buf[at + 4];
             let name = if kind == TABLE_MAP {

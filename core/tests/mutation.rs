@@ -109,6 +109,24 @@ fn rows(id: u64, end: bool, crc: bool) -> Vec<u8> {
     event(30, &body, crc, 0)
 }
 
+/// A GTID event: MariaDB's (`standalone`: a DDL's group, no BEGIN follows) or MySQL's.
+fn gtid(mariadb: bool, seq: u64, standalone: bool, crc: bool) -> Vec<u8> {
+    if mariadb {
+        let mut g = seq.to_le_bytes().to_vec();
+        g.extend_from_slice(&0u32.to_le_bytes());
+        g.push(u8::from(standalone));
+        g.extend_from_slice(&[0; 6]);
+        event(162, &g, crc, 0)
+    } else {
+        let mut g = vec![1u8];
+        g.extend_from_slice(&[0x3e; 16]);
+        g.extend_from_slice(&seq.to_le_bytes());
+        g.push(2);
+        g.extend_from_slice(&[0; 16]);
+        event(33, &g, crc, 0)
+    }
+}
+
 fn synthetic(mariadb: bool, crc: bool) -> Vec<u8> {
     let mut out = b"\xfebin".to_vec();
     out.extend(fde(
@@ -120,22 +138,9 @@ fn synthetic(mariadb: bool, crc: bool) -> Vec<u8> {
         crc,
     ));
     for i in 0..12u64 {
-        if mariadb {
-            let mut g = (i + 1).to_le_bytes().to_vec();
-            g.extend_from_slice(&0u32.to_le_bytes());
-            g.push(if i % 5 == 4 { 1 } else { 0 });
-            g.extend_from_slice(&[0; 6]);
-            out.extend(event(162, &g, crc, 0));
-        } else {
-            let mut g = vec![1u8];
-            g.extend_from_slice(&[0x3e; 16]);
-            g.extend_from_slice(&(i + 1).to_le_bytes());
-            g.push(2);
-            g.extend_from_slice(&[0; 16]);
-            out.extend(event(33, &g, crc, 0));
-            if i % 5 != 4 {
-                out.extend(query("db1", "BEGIN", crc));
-            }
+        out.extend(gtid(mariadb, i + 1, i % 5 == 4, crc));
+        if !mariadb && i % 5 != 4 {
+            out.extend(query("db1", "BEGIN", crc));
         }
         if i % 5 == 4 {
             out.extend(query("db1", "CREATE TABLE t9 (a int)", crc));
@@ -665,6 +670,82 @@ fn synthetic_binlogs_group_as_expected() {
         assert_eq!(fast, 10, "mariadb={mariadb} crc={crc}");
         assert!(out.units[13].flags & _core::scan::F_ROTATE_END != 0);
         assert_eq!(scanner.names.len(), 10);
+    }
+}
+
+/// `tally::table_bytes` of scanned units: each table has its Table_maps' and rows events' bytes,
+/// a unit's envelope (GTID, BEGIN, Annotate_rows or Rows_query, XID) goes to its tables, split
+/// evenly, the remainder to the first; where a unit's Table_maps name one table its envelope is
+/// what the scanner kept (none of its events read again) unless that was past a u16 (0 kept).
+/// The scanner takes the fast units' events in its tight loop, or one by one where CRCs are
+/// checked event by event: both keep the same.
+#[test]
+fn table_bytes_are_what_the_scanned_events_say() {
+    for run in 0..4 {
+        let (mariadb, crc, one_by_one) = (run % 2 == 0, run != 1, run >= 2);
+        let version = if mariadb {
+            "10.11.6-MariaDB-log"
+        } else {
+            "8.0.36"
+        };
+        let mut data = b"\xfebin".to_vec();
+        data.extend(fde(version, crc));
+        // Per unit: each statement's (table id, table), and its annotation's length.
+        let units: [(&[(u64, &str)], usize); 4] = [
+            (&[(70, "t1"), (71, "t1")], 30), // two Table_maps of one table
+            (&[(72, "t2")], 0),
+            (&[(73, "t1")], 70_000), // an envelope past a u16
+            (&[(74, "t1"), (75, "t2")], 10),
+        ];
+        let (mut tables, mut envelopes) = ([0u64; 2], Vec::new());
+        for (i, (statements, note)) in units.iter().enumerate() {
+            let start = data.len();
+            data.extend(gtid(mariadb, i as u64 + 1, false, crc));
+            if !mariadb {
+                data.extend(query("db1", "BEGIN", crc));
+            }
+            let mut rows_bytes = 0;
+            for &(id, table) in statements.iter() {
+                if *note > 0 {
+                    data.extend(event(
+                        if mariadb { 160 } else { 29 },
+                        &vec![b'x'; *note],
+                        crc,
+                        0,
+                    ));
+                }
+                let events = [table_map(id, "db1", table, crc), rows(id, true, crc)];
+                let size: usize = events.iter().map(Vec::len).sum();
+                tables[usize::from(table == "t2")] += size as u64;
+                rows_bytes += size;
+                data.extend(events.concat());
+            }
+            data.extend(event(16, &(i as u64).to_le_bytes(), crc, 0));
+            envelopes.push((data.len() - start - rows_bytes) as u64);
+        }
+        let mut scanner = Scanner::new(true);
+        scanner.batch_crc &= !one_by_one;
+        let out = scanner.units(&data, 4, 0, usize::MAX, true);
+        assert!(out.error.is_none() && out.units.len() == 5); // the FDE, the 4 units
+        let mut plan = UnitList::default();
+        plan.add(b"bin.000001", 4, &out.units, &out.tables);
+        let kept: Vec<u16> = plan.units[1..].iter().map(|u| u.envelope).collect();
+        let e = &envelopes;
+        assert_eq!(
+            kept,
+            [e[0] as u16, e[1] as u16, 0, e[3] as u16],
+            "{mariadb} {one_by_one}"
+        );
+        let t = _core::tally::table_bytes(&plan, &[&data], 2, 60);
+        let id = |name: &[u8]| scanner.names.iter().position(|n| n.1 == name).unwrap();
+        let (t1, t2) = (id(b"t1"), id(b"t2"));
+        assert_eq!((t.by_name[t1], t.by_name[t2]), (tables[0], tables[1]));
+        let split = (e[3] / 2 + e[3] % 2, e[3] / 2);
+        assert_eq!(t.envelope[t1], e[0] + e[2] + split.0);
+        assert_eq!(t.envelope[t2], e[1] + split.1);
+        let total: u64 = e.iter().sum();
+        assert_eq!((t.framing, t.shared), (total, total));
+        assert_eq!(t.other, out.units[0].end as u64 - 4); // the FDE
     }
 }
 
