@@ -79,10 +79,11 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
         }
         ids.clear();
         // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`, each Rows
-        // event after its own Table_map (the scanner walked it): its GTID (`gtid_size`) and
-        // XID (from `last`) are envelope unread, and where its Table_maps all name one table
-        // every Table_map and Rows event is that table's, no table id read; the rest is its
-        // envelope, no event read where the scanner kept that (`ListedUnit::envelope`).
+        // event after its own Table_map (the scanner walked it): where its Table_maps all name
+        // one table, every Table_map and Rows event is that table's and the rest its envelope,
+        // which the scanner kept (`ListedUnit::envelope`): no event is read. Else its GTID
+        // (`gtid_size`) and XID (from `last`) are envelope unread, and a Rows event is the table
+        // of the unit's latest Table_map of its table id.
         let one = tids.first().filter(|n| tids.iter().all(|m| m == *n));
         let at = (u.start() + u.gtid_size as usize).min(u.end());
         let (mut maps, mut counted) = (0usize, 0u64);
@@ -100,13 +101,11 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
             let name = if kind == TABLE_MAP {
                 maps += 1;
                 let name = tids.get(maps - 1).copied();
-                ids.extend(one.is_none().then(|| table_id(buf, at)).flatten().zip(name));
+                ids.extend(table_id(buf, at).zip(name));
                 name
             } else if !is_rows(kind) {
                 envelope += len as u64;
                 None
-            } else if one.is_some() {
-                one.copied()
             } else {
                 table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
             };
@@ -117,7 +116,7 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
         }
         t.framing += size - counted;
         written.clear();
-        for &n in if one.is_some() { &tids[..1] } else { tids } {
+        for &n in tids {
             if !written.contains(&n) && (n as usize) < names {
                 written.push(n);
             }
