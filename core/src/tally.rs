@@ -77,25 +77,28 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
             t.other += size;
             continue;
         }
-        ids.clear();
         // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`, each Rows
         // event after its own Table_map (the scanner walked it): where its Table_maps all name
         // one table, every Table_map and Rows event is that table's and the rest its envelope,
-        // which the scanner kept (`ListedUnit::envelope`): no event is read. Else its GTID
-        // (`gtid_size`) and XID (from `last`) are envelope unread, and a Rows event is the table
-        // of the unit's latest Table_map of its table id.
+        // which the scanner kept (`ListedUnit::envelope`): no event is read.
         let one = tids.first().filter(|n| tids.iter().all(|m| m == *n));
+        if let Some(&n) = one.filter(|_| u.envelope != 0) {
+            let (e, n) = (u.envelope as u64, n as usize);
+            if n < names {
+                t.by_name[n] += size.saturating_sub(e);
+                t.envelope[n] += e;
+                t.shared += e;
+            }
+            t.framing += if n < names { e } else { size };
+            continue;
+        }
+        // Else its GTID (`gtid_size`) and XID (from `last`) are envelope unread, and a Rows
+        // event is the table of the unit's latest Table_map of its table id.
+        ids.clear();
         let at = (u.start() + u.gtid_size as usize).min(u.end());
         let (mut maps, mut counted) = (0usize, 0u64);
-        let mut stop = u.last().clamp(at, u.end());
+        let stop = u.last().clamp(at, u.end());
         let mut envelope = (at - u.start() + u.end() - stop) as u64;
-        if let Some(&n) = one.filter(|_| u.envelope != 0) {
-            (envelope, stop) = (u.envelope as u64, at);
-            if let Some(slot) = t.by_name.get_mut(n as usize) {
-                counted = size.saturating_sub(envelope);
-                *slot += counted;
-            }
-        }
         for (at, len) in events(buf, at, stop) {
             let kind = buf[at + 4];
             let name = if kind == TABLE_MAP {
