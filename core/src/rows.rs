@@ -140,16 +140,71 @@ pub fn rows_many(
                     keyed.unwrap_or((0, 0, 0))
                 };
             }
-            for s in 0..group.len() {
-                // Without a branch (the codes' values are fixed above): KEEP = 2 where all are
-                // kept, else PARTIAL = 1 where any is, else SKIP = 0; SLOW = 3 where not known.
-                let row = &mut out[lane0 * LANES + s];
-                row.extend((0..n).map(|k| {
-                    let (a, y, z) = ((all[k] >> s) & 1, (any[k] >> s) & 1, (sure[k] >> s) & 1);
-                    (((a << 1) | (y & !a)) | (3 * (1 - z))) as u8
-                }));
+            let rows = &mut out[lane0 * LANES..lane0 * LANES + group.len()];
+            // Eight units at a time: each slave's bit of their words as a byte (`columns`), and
+            // its eight codes made at once, a byte each of one word (what the block's last eight
+            // make past n is cut off). Slave by slave and unit by unit, 48 rule groups' rows were
+            // a seventh of a count's instructions.
+            let (at, eights) = (rows.first().map_or(0, Vec::len), n.div_ceil(8) * 8);
+            for row in rows.iter_mut() {
+                row.resize(at + eights, 0);
+            }
+            for c in (0..eights).step_by(8) {
+                let slaves = group.len();
+                let [a, y, z] = [&all, &any, &sure].map(|w| columns(&w[c..c + 8], slaves));
+                for (s, row) in rows.iter_mut().enumerate() {
+                    let [a, y, z] = [a[s], y[s], z[s]].map(|bits| SPREAD[bits as usize]);
+                    row[at + c..at + c + 8].copy_from_slice(&code(a, y, z).to_le_bytes());
+                }
+            }
+            for row in rows.iter_mut() {
+                row.truncate(at + n);
             }
         }
+    }
+    out
+}
+
+/// Eight units' codes from a slave's bits (0 or 1 in each byte of the words): without a branch
+/// (the codes' values are fixed above), KEEP = 2 where all their tables are kept, else PARTIAL
+/// = 1 where any is, else SKIP = 0; SLOW = 3 where one is not known.
+#[inline(always)]
+fn code(all: u64, any: u64, sure: u64) -> u64 {
+    (all << 1) | (any & !all) | (3 * (sure ^ 0x0101_0101_0101_0101))
+}
+
+/// Bit j of a byte spread to byte j (0 or 1) of a word.
+const SPREAD: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut x = 0;
+    while x < 256 {
+        let mut j = 0;
+        while j < 8 {
+            table[x] |= ((x as u64 >> j) & 1) << (8 * j);
+            j += 1;
+        }
+        x += 1;
+    }
+    table
+};
+
+/// For eight units' words (one bit per slave), each of the first `slaves` slaves' bits as a
+/// byte (bit j: unit j): an 8 x 8 bit transpose of each byte of the words.
+#[inline(always)]
+fn columns(words: &[u64], slaves: usize) -> [u8; LANES] {
+    let mut out = [0u8; LANES];
+    for b in 0..slaves.div_ceil(8) {
+        // Byte j: byte b of unit j's word (slaves 8b..8b+7), transposed so that byte i holds
+        // slave 8b+i's bit of each unit (Hacker's Delight's transpose8: 2x2, 4x4, 8x8 blocks).
+        let byte = |j: usize| ((words[j] >> (8 * b)) & 0xFF) << (8 * j);
+        let mut x = byte(0) | byte(1) | byte(2) | byte(3) | byte(4) | byte(5) | byte(6) | byte(7);
+        let t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+        x ^= t ^ (t << 7);
+        let t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+        x ^= t ^ (t << 14);
+        let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+        x ^= t ^ (t << 28);
+        out[8 * b..8 * b + 8].copy_from_slice(&x.to_le_bytes());
     }
     out
 }
