@@ -275,20 +275,16 @@ fn parser_word_at(sql: &[u8], at: usize) -> bool {
 mod tests {
     use super::*;
 
-    /// `count` texts of fewer than `most` pieces each, drawn from `pieces` by a xorshift generator
-    /// seeded with `state` (the same texts on every run).
+    /// `count` texts of fewer than `most` pieces each, drawn from `pieces` (the same texts on
+    /// every run for a `seed`).
     fn texts<'a>(
         pieces: &'a [&'a [u8]],
-        mut state: u64,
+        seed: u64,
         most: usize,
         count: usize,
     ) -> impl Iterator<Item = Vec<u8>> + 'a {
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut draw = crate::test_events::xorshift(seed);
+        let mut next = move |n: usize| (draw() % n as u64) as usize;
         (0..count).map(move |_| {
             let n = next(most);
             (0..n)
