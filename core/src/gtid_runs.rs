@@ -118,6 +118,14 @@ mod tests {
 
     const GTID: u32 = F_COMPLETE | F_MYSQL_GTID;
 
+    /// The runs found, as (the source's first byte, first gno, last gno).
+    fn runs(got: &MysqlGtids) -> Vec<(u8, i64, i64)> {
+        got.runs
+            .iter()
+            .map(|r| (r.sid[0], r.first, r.last))
+            .collect()
+    }
+
     #[test]
     fn consecutive_gnos_of_one_source_are_one_run() {
         let (l, buf) = list(&[
@@ -128,24 +136,17 @@ mod tests {
             (GTID, 1, 9),
         ]);
         let got = mysql_gtids(&l, &[&buf], 0, 99);
-        let runs: Vec<_> = got
-            .runs
-            .iter()
-            .map(|r| (r.sid[0], r.first, r.last))
-            .collect();
-        assert_eq!(runs, vec![(1, 5, 7), (2, 8, 8), (1, 9, 9)]);
+        assert_eq!(runs(&got), vec![(1, 5, 7), (2, 8, 8), (1, 9, 9)]);
         assert!(got.tagged.is_empty());
     }
 
     #[test]
     fn a_gap_or_a_step_back_starts_a_run() {
         let (l, buf) = list(&[(GTID, 1, 5), (GTID, 1, 7), (GTID, 1, 6), (GTID, 1, 6)]);
-        let runs: Vec<_> = mysql_gtids(&l, &[&buf], 0, 4)
-            .runs
-            .iter()
-            .map(|r| (r.first, r.last))
-            .collect();
-        assert_eq!(runs, vec![(5, 5), (7, 7), (6, 6), (6, 6)]);
+        assert_eq!(
+            runs(&mysql_gtids(&l, &[&buf], 0, 4)),
+            vec![(1, 5, 5), (1, 7, 7), (1, 6, 6), (1, 6, 6)]
+        );
     }
 
     #[test]
@@ -160,8 +161,7 @@ mod tests {
             (GTID, 1, 5),
         ]);
         let got = mysql_gtids(&l, &[&buf], 0, 6);
-        let runs: Vec<_> = got.runs.iter().map(|r| (r.first, r.last)).collect();
-        assert_eq!(runs, vec![(1, 1), (5, 5)]);
+        assert_eq!(runs(&got), vec![(1, 1, 1), (1, 5, 5)]);
         assert_eq!(got.tagged, vec![4]);
     }
 
@@ -184,12 +184,7 @@ mod tests {
         }
         buf[61 * 2 + 4] = crate::types::ANONYMOUS_GTID;
         let got = mysql_gtids_at(&buf, &[0, 61, 122, 170]);
-        let runs: Vec<_> = got
-            .runs
-            .iter()
-            .map(|r| (r.sid[0], r.first, r.last))
-            .collect();
-        assert_eq!(runs, vec![(1, 4, 5)]);
+        assert_eq!(runs(&got), vec![(1, 4, 5)]);
         assert_eq!(
             got.tagged,
             vec![2, 3],
@@ -200,11 +195,9 @@ mod tests {
     #[test]
     fn a_gno_at_the_top_ends_its_run() {
         let (l, buf) = list(&[(GTID, 1, i64::MAX as u64), (GTID, 1, 1 << 63)]);
-        let runs: Vec<_> = mysql_gtids(&l, &[&buf], 0, 2)
-            .runs
-            .iter()
-            .map(|r| (r.first, r.last))
-            .collect();
-        assert_eq!(runs, vec![(i64::MAX, i64::MAX), (i64::MIN, i64::MIN)]);
+        assert_eq!(
+            runs(&mysql_gtids(&l, &[&buf], 0, 2)),
+            vec![(1, i64::MAX, i64::MAX), (1, i64::MIN, i64::MIN)]
+        );
     }
 }

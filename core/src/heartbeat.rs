@@ -95,32 +95,20 @@ impl Heartbeats {
 mod tests {
     use super::*;
 
-    /// A small deterministic generator (no dependency for a test's inputs).
-    struct Lcg(u64);
-    impl Lcg {
-        fn next(&mut self) -> u64 {
-            self.0 = self
-                .0
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            self.0 >> 17
-        }
-    }
-
     #[test]
     fn made_from_the_template_as_made_whole() {
-        let mut rng = Lcg(7);
+        let mut next = crate::test_events::xorshift(7);
         for _ in 0..2000 {
-            let name_len = (rng.next() % 300) as usize;
-            let file: Vec<u8> = (0..name_len).map(|_| rng.next() as u8).collect();
-            let server_id = rng.next() as u32;
-            let crc = !rng.next().is_multiple_of(4);
+            let name_len = (next() % 300) as usize;
+            let file: Vec<u8> = (0..name_len).map(|_| next() as u8).collect();
+            let server_id = next() as u32;
+            let crc = !next().is_multiple_of(4);
             let maker = Heartbeats::new(&file, server_id, crc);
             for _ in 0..8 {
-                let pos = match rng.next() % 4 {
-                    0 => rng.next() & 0xff,
-                    1 => u32::MAX as u64 - (rng.next() & 0xff),
-                    _ => rng.next(),
+                let pos = match next() % 4 {
+                    0 => next() & 0xff,
+                    1 => u32::MAX as u64 - (next() & 0xff),
+                    _ => next(),
                 };
                 let (mut whole, mut fast) = (b"x".to_vec(), b"x".to_vec());
                 heartbeat(&file, pos, server_id, crc, &mut whole);

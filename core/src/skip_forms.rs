@@ -310,36 +310,51 @@ pub(crate) fn test_event(
     e
 }
 
+/// A complete MariaDB unit for the tests, and its record: a GTID (flags2 `flags2`) at log_pos
+/// 100, the `body` events (type, body, log_pos), an XID at `xid_pos`; `tabled`: a row unit.
+#[cfg(test)]
+pub(crate) fn test_unit(
+    flags2: u8,
+    body: &[(u8, &[u8], u32)],
+    xid_pos: u32,
+    tabled: bool,
+    crc: bool,
+) -> (Vec<u8>, ListedUnit) {
+    let mut gtid = [0u8; 19];
+    gtid[12] = flags2;
+    let mut raw = test_event(7, MARIADB_GTID, &gtid, 100, crc);
+    let g = raw.len();
+    for &(kind, body, log_pos) in body {
+        raw.extend(test_event(7, kind, body, log_pos, crc));
+    }
+    let last = raw.len();
+    raw.extend(test_event(7, crate::types::XID, &[3; 8], xid_pos, crc));
+    let u = ListedUnit {
+        end: raw.len() as u32,
+        last: last as u32,
+        events: body.len() as u32 + 2,
+        flags: F_COMPLETE | F_MARIADB_GTID,
+        gtid_size: g as u32,
+        tabled,
+        ..Default::default()
+    };
+    (raw, u)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scan::F_COMPLETE;
-    use crate::types::{PLACEHOLDER_RUN, QUERY, RAND, XID};
-
-    fn event(kind: u8, body: &[u8], log_pos: u32, crc: bool) -> Vec<u8> {
-        test_event(7, kind, body, log_pos, crc)
-    }
+    use crate::types::{PLACEHOLDER_RUN, QUERY, RAND};
 
     fn unit(flags2: u8, crc: bool) -> (Vec<u8>, ListedUnit) {
-        let mut gtid_body = vec![0u8; 19];
-        gtid_body[12] = flags2;
-        let mut raw = event(MARIADB_GTID, &gtid_body, 100, crc);
-        let gtid_size = raw.len();
-        raw.extend(event(19, &[1; 30], 150, crc));
-        raw.extend(event(30, &[2; 40], 210, crc));
-        let last = raw.len();
-        raw.extend(event(XID, &[3; 8], 240, crc));
-        let u = ListedUnit {
-            start: 0,
-            end: raw.len() as u32,
-            last: last as u32,
-            events: 4,
-            flags: F_COMPLETE | F_MARIADB_GTID,
-            gtid_size: gtid_size as u32,
-            tabled: true,
-            ..Default::default()
-        };
-        (raw, u)
+        test_unit(
+            flags2,
+            &[(19, &[1; 30], 150), (30, &[2; 40], 210)],
+            240,
+            true,
+            crc,
+        )
     }
 
     #[test]
@@ -485,23 +500,16 @@ mod tests {
     #[test]
     fn a_statement_unit_framed_at_its_ends_is_one_run_as_the_walk_makes_it() {
         for crc in [false, true] {
-            let mut raw = event(MARIADB_GTID, &[0; 19], 100, crc);
-            let g = raw.len();
-            raw.extend(event(QUERY, &[1; 20], 150, crc)); // (its BEGIN)
-            let begin = (g, raw.len());
-            for k in 0..3 {
-                raw.extend(event(QUERY, &[2; 30], 200 + k, crc));
-            }
-            let last = raw.len();
-            raw.extend(event(XID, &[3; 8], 400, crc));
-            let u = ListedUnit {
-                end: raw.len() as u32,
-                last: last as u32,
-                events: 6,
-                flags: F_COMPLETE | F_MARIADB_GTID,
-                gtid_size: g as u32,
-                ..Default::default()
-            };
+            let (opening, statement) = (&[1u8; 20][..], &[2u8; 30][..]); // (its BEGIN, its statements)
+            let body = [
+                (QUERY, opening, 150),
+                (QUERY, statement, 200),
+                (QUERY, statement, 201),
+                (QUERY, statement, 202),
+            ];
+            let (raw, u) = test_unit(0, &body, 400, false, crc);
+            let (g, last) = (u.gtid_size as usize, u.last());
+            let begin = (g, g + u32_at(&raw, g + 9).unwrap() as usize);
             // Its head as one piece: a BEGIN, the GTID and its BEGIN, or (MariaDB, whose GTID
             // opens the group) the GTID alone, its BEGIN then in the run.
             let end = (last, raw.len());

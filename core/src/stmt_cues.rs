@@ -275,15 +275,23 @@ fn parser_word_at(sql: &[u8], at: usize) -> bool {
 mod tests {
     use super::*;
 
-    /// A number below `n` per call, from a xorshift generator seeded with `seed` (the tests' texts
-    /// drawn the same on every run).
-    fn draws(mut state: u64) -> impl FnMut(usize) -> usize {
-        move |n| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        }
+    /// `count` texts of fewer than `most` pieces each, drawn from `pieces` (the same texts on
+    /// every run for a `seed`).
+    fn texts<'a>(
+        pieces: &'a [&'a [u8]],
+        seed: u64,
+        most: usize,
+        count: usize,
+    ) -> impl Iterator<Item = Vec<u8>> + 'a {
+        let mut draw = crate::test_events::xorshift(seed);
+        let mut next = move |n: usize| (draw() % n as u64) as usize;
+        (0..count).map(move |_| {
+            let n = next(most);
+            (0..n)
+                .flat_map(|_| pieces[next(pieces.len())])
+                .copied()
+                .collect()
+        })
     }
 
     /// `needs_python` as first written: the ASCII check, then every word taken whole and compared.
@@ -403,13 +411,8 @@ mod tests {
             b"\x95",
             b"\xff",
         ];
-        let mut next = draws(0x2545_f491_4f6c_dd1du64);
         let (mut met, mut hidden) = ([0u32; 3], 0);
-        for _ in 0..300_000 {
-            let mut text = Vec::new();
-            for _ in 0..next(14) {
-                text.extend_from_slice(pieces[next(pieces.len())]);
-            }
+        for text in texts(pieces, 0x2545_f491_4f6c_dd1du64, 14, 300_000) {
             let want = outside_literals_reference(&text);
             assert_eq!(
                 outside_literals(&text, Literals::Unknown),
@@ -461,64 +464,10 @@ mod tests {
     }
 
     #[test]
-    fn the_cue_scan_finds_what_the_word_scan_finds() {
-        let parts: &[&[u8]] = &[
-            b"select",
-            b"SeLeCt",
-            b"returning",
-            b"RETURNING",
-            b"xselect",
-            b"selectx",
-            b"s",
-            b"r",
-            b"_select",
-            b"select_",
-            b"1select",
-            b"-",
-            b"--",
-            b"/",
-            b"/*",
-            b"*/",
-            b"#",
-            b" ",
-            b"(",
-            b"'",
-            b"sbtest1",
-            b"re",
-            b"sel",
-            b"9",
-            b"\t",
-            b"ect",
-            b"turning",
-            "\u{e9}".as_bytes(),
-            b"\x80",
-            b"\xff",
-        ];
-        let mut seed = 0x2387_u64;
-        for _ in 0..200_000 {
-            let mut sql = Vec::new();
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let mut x = seed;
-            for _ in 0..(x % 7) {
-                x /= 7;
-                sql.extend_from_slice(parts[(x % parts.len() as u64) as usize]);
-                x /= parts.len() as u64;
-            }
-            assert_eq!(
-                needs_python(&sql),
-                needs_python_reference(&sql),
-                "{:?}",
-                String::from_utf8_lossy(&sql)
-            );
-        }
-    }
-
-    #[test]
     fn needs_python_reads_as_the_byte_by_byte_reference() {
-        // Texts of pieces that hold or nearly hold what sends a statement to the parser, at
-        // every offset against the eight-byte blocks; every text is held to the reference.
+        // Texts of pieces that hold or nearly hold what sends a statement to the parser (words
+        // cut or joined at either end), at every offset against the eight-byte blocks; every text
+        // is held to the reference.
         let pieces: &[&[u8]] = &[
             b"select",
             b"SELECT",
@@ -526,14 +475,25 @@ mod tests {
             b"selec",
             b"selects",
             b"xselect",
+            b"selectx",
+            b"_select",
+            b"select_",
+            b"1select",
+            b"sel",
+            b"ect",
+            b"s",
             b"returning",
             b"RETURNING",
             b"returnin",
             b"_returning",
+            b"re",
+            b"turning",
+            b"r",
             b"-",
             b"--",
             b"/",
             b"/*",
+            b"*/",
             b"*",
             b"#",
             b" ",
@@ -558,16 +518,13 @@ mod tests {
             b"WHERE id=5",
             "\u{e9}".as_bytes(),
             "\u{17f}".as_bytes(),
+            b"9",
             b"\x80",
             b"\xfe",
+            b"\xff",
         ];
-        let mut next = draws(0x9e37_79b9_7f4a_7c15u64);
-        let (mut hits, mut texts) = (0, 0);
-        for _ in 0..200_000 {
-            let mut text = Vec::new();
-            for _ in 0..next(12) {
-                text.extend_from_slice(pieces[next(pieces.len())]);
-            }
+        let (mut hits, mut total) = (0, 0);
+        for text in texts(pieces, 0x9e37_79b9_7f4a_7c15u64, 12, 200_000) {
             let want = needs_python_reference(&text);
             assert_eq!(
                 needs_python(&text),
@@ -576,11 +533,11 @@ mod tests {
                 String::from_utf8_lossy(&text)
             );
             hits += want as u32;
-            texts += 1;
+            total += 1;
         }
         assert!(
-            hits > 1000 && hits < texts - 1000,
-            "both answers met: {hits} of {texts}"
+            hits > 1000 && hits < total - 1000,
+            "both answers met: {hits} of {total}"
         );
         for text in [&b"INSERT INTO sbtest1 (id, k, c, pad) VALUES (0, 5, '83868641912-28773972837-60736120486', '67847967377')"[..], b"UPDATE t SET c='a--' WHERE id=1", b"UPDATE t SET a=1 RETURNING"] {
             assert_eq!(needs_python(text), needs_python_reference(text));

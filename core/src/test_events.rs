@@ -1,4 +1,4 @@
-//! Events built for the core's unit tests: a header and a body, no CRC32.
+//! Events built for the core's unit tests (a header and a body, no CRC32), and their random inputs.
 
 use crate::types::{HEADER_LEN, QUERY};
 
@@ -18,6 +18,16 @@ pub(crate) fn event_from(t: u8, server: u32, log_pos: u32, body: &[u8]) -> Vec<u
     e[5..9].copy_from_slice(&server.to_le_bytes());
     e[13..17].copy_from_slice(&log_pos.to_le_bytes());
     e
+}
+
+/// A xorshift generator seeded with `state`: the tests' random inputs, the same on every run.
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
 }
 
 /// A Query event: default database `db`, statement `sql`.

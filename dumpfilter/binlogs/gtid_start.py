@@ -172,10 +172,6 @@ class _Executed:
     fde: bytes | None
 
 
-def _copy(gtids: MysqlGtidSet) -> MysqlGtidSet:
-    return MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in gtids.intervals.items()})
-
-
 _READ = 4 << 20  # bytes read at a time
 _FDE, _PREVIOUS = int(EventType.FORMAT_DESCRIPTION), int(EventType.PREVIOUS_GTIDS)
 _TAGGED = int(EventType.GTID_TAGGED)
@@ -190,7 +186,7 @@ def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
     if since is None or since.fde is None:
         end, executed, fde = 4, MysqlGtidSet(), None
     else:  # a copy: the answer given for the smaller file stays as it was
-        end, executed, fde = since.end, _copy(since.executed), since.fde
+        end, executed, fde = since.end, since.executed.copy(), since.fde
         scanner.load_format(fde)
     with contextlib.suppress(BinlogError, OSError):
         with open_binlog(path) as stream:
@@ -210,7 +206,7 @@ def _mysql_executed(path: Path, since: _Executed | None = None) -> _Executed:
                     if first == _PREVIOUS:
                         found = Event(buf[head.start : head.end], base + head.start, None).gtid_set
                         if isinstance(found, MysqlGtidSet):
-                            executed = _copy(found)
+                            executed = found.copy()
                     elif first == _FDE:
                         fde = buf[head.start : head.end]
                     k += 1

@@ -32,7 +32,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from dumpfilter.errors import DumpFilterError, InvalidArgumentError
-from dumpfilter.master.endpoint.tls import peer_common_name
+from dumpfilter.master.endpoint.tls import endpoint_tls, peer_common_name
 from dumpfilter.master.serve.http_acceptor import HEAD_TIMEOUT, HeadAcceptor
 from dumpfilter.master.serve.metrics import registry_for, view_for
 from dumpfilter.master.policy import OPEN, Identity
@@ -91,15 +91,9 @@ class MetricsEndpoint:
         bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
         self.httpd = (_Server6 if ":" in bare else _Server)((bare, port), WSGIRequestHandler)  # (_answer handles)
         self.httpd.set_app(self._app)
-        self.scheme = "http"
-        context = None
-        if tls_cert and tls_key:
-            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            context.load_cert_chain(tls_cert, tls_key)
-            if tls_client_ca:
-                context.load_verify_locations(tls_client_ca)
-                context.verify_mode = ssl.CERT_REQUIRED
-            self.scheme = "https"
+        # the MySQL endpoint's server context: one identity, and the same client CA, for every face
+        context = endpoint_tls(tls_cert, tls_key, tls_client_ca).context if tls_cert and tls_key else None
+        self.scheme = "http" if context is None else "https"
         self.port = self.httpd.server_address[1]
         self.url = f"{self.scheme}://{host}:{self.port}/metrics"
         self.acceptor = HeadAcceptor(self.httpd.socket, self._answer, context)

@@ -12,7 +12,7 @@ the series': from then on the series keeps its own (each event's log_pos and CRC
 into a new file where the source rotates), every file opening with the source's FDE and the
 series' own Gtid_list (MariaDB's binlog state: the last seq_no per domain and server_id).
 
-A MySQL primary is read by GTID (auto-position): the series' executed set (`mysql_gtids`: its
+A MySQL primary is read by GTID (auto-position): the series' executed set (`gtids.mysql`: its
 last Previous_gtids and every GTID after it, tagged ones included) goes in COM_BINLOG_DUMP_GTID,
 and the primary answers from the start of the file that set leaves unfinished, re-sending what
 the series holds (checked byte for byte against it, not written again) and skipping the
@@ -37,10 +37,9 @@ from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
 from dumpfilter.codec.reader import read_events
-from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.binlogs.files import file_format, file_size, read_index, write_index
 from dumpfilter.binlogs.gtid_start import gtid_position
-from dumpfilter.master.upstream.series_reads import first_header, gtid_set
+from dumpfilter.master.upstream.series_reads import MariadbState, UnitGtids, first_header, gtid_set
 import contextlib
 
 # Left in the series' directory by the first switch of source: from there on the series keeps its
@@ -79,18 +78,14 @@ class BinlogMirror:
         self._out: io.FileIO | None = None  # the file being written (unbuffered: a failed write is cut back at once)
         self._size_limit = _file_size_limit()
         self._fmt: FormatDescription | None = None
-        self._grouper = TransactionGrouper()
         self.checksums = True  # whether the dump's events carry CRCs (@master_binlog_checksum)
         self.index_lock = threading.Lock()  # the index is appended to here and rewritten by `purge`
-        # MariaDB's binlog state at `safe`: the last seq_no per (domain, server_id), from the last
-        # file's Gtid_list and the GTIDs after it (a switch of source writes it as a Gtid_list)
-        self.binlog_state: dict[tuple[int, int], int] = {}
-        self._gtid: tuple[int, int, int] | None = None  # the GTID of the unit being written
-        # MySQL: the GTIDs the series holds at `safe` (its Previous_gtids and the GTIDs after them),
-        # and the unit being written's; `_replay` is the series' end while a dump by GTID re-sends
-        # what the series holds (the events up to there are checked against the file, not written).
-        self.mysql_gtids = MysqlGtidSet()
-        self._mysql_gtid: tuple[str, str, int] | None = None
+        # The GTID state at `safe`: MariaDB's binlog state, from the last file's Gtid_list and the
+        # GTIDs after it (a switch of source writes it as a Gtid_list); MySQL's GTIDs the series
+        # holds (its Previous_gtids and the GTIDs after them).
+        self.gtids = UnitGtids()
+        # The series' end while a dump by GTID re-sends what the series holds (the events up to
+        # there are checked against the file, not written).
         self._replay: tuple[str, int] | None = None
         # After a switch of source the series goes on under its own names and offsets: events are
         # written where the series is (log_pos and CRC remade), the source's names are not used.
@@ -131,24 +126,13 @@ class BinlogMirror:
         data = last.read_bytes() if last.exists() else b""
         end = 4 if data[:4] == MAGIC else 0
         if end:
-            grouper = TransactionGrouper()
             try:
-                state = dict(self.binlog_state)
                 for event in read_events(data, str(last), verify_checksums=False):
-                    for _unit in grouper.push(event):
-                        pass
-                    if event.type_code == EventType.MARIADB_GTID_LIST:
-                        state = dict(gtid_set(event, MariadbGtidList).gtids)
-                    elif event.type_code == EventType.MARIADB_GTID:
-                        state[(event.gtid_info.domain, event.server_id)] = event.gtid_info.gno
-                    self._note_mysql_gtids(event)
-                    if grouper.current is None:
+                    if self.gtids.push(event):
                         end = event.end_pos
-                        self.binlog_state = dict(state)
-                        self._held_mysql_gtid()
             except BinlogError:
                 pass  # a torn tail: what parsed before it stands
-            self._mysql_gtid = None  # a torn unit's GTID is not held
+            self.gtids.drop_open()  # a torn unit's GTID is not held
         if end < 4:
             self.safe = None
             return
@@ -165,30 +149,13 @@ class BinlogMirror:
                 return files[-1], file_size(self.dir / files[-1], 4)
         return self.safe
 
-    def _note_mysql_gtids(self, event: Event) -> None:
-        """A MySQL Previous_gtids joins the series' set; a GTID is held once its unit is whole."""
-        kind = event.type_code
-        if kind == EventType.PREVIOUS_GTIDS:
-            for (source, tag), intervals in gtid_set(event, MysqlGtidSet).intervals.items():
-                for start, end in intervals:
-                    self.mysql_gtids.add_interval(source, start, end, tag)
-        elif kind in (EventType.GTID, EventType.GTID_TAGGED):
-            info = event.gtid_info
-            self._mysql_gtid = (info.source, info.tag, info.gno)
-
-    def _held_mysql_gtid(self) -> None:
-        if self._mysql_gtid is not None:
-            source, tag, gno = self._mysql_gtid
-            self.mysql_gtids.add(source, gno, tag)
-            self._mysql_gtid = None
-
     def begin_gtid(self) -> None:
-        """A dump by GTID (MySQL's COM_BINLOG_DUMP_GTID with `mysql_gtids`) is about to start: the
+        """A dump by GTID (MySQL's COM_BINLOG_DUMP_GTID with `gtids.mysql`) is about to start: the
         local file is cut back to the series' last whole unit, and what the primary sends up to
         there is checked against it (`_replay`) rather than written."""
         self.close()
         resume = self.resume_position()
-        self._grouper, self._mysql_gtid = TransactionGrouper(), None
+        self.gtids.drop_open()
         self.file, self.offset, self._replay = None, 0, None
         if resume is None:
             return
@@ -278,7 +245,7 @@ class BinlogMirror:
     def gtid_position(self) -> str:
         """The series' GTID position at `safe` (per domain its last GTID), as a MariaDB replica's
         @slave_connect_state: where a new source continues it."""
-        return gtid_position(self.binlog_state)
+        return gtid_position(self.gtids.mariadb)
 
     def switch(self) -> str:
         """A new source continues the series by GTID: the file being written is cut back to its last
@@ -302,7 +269,7 @@ class BinlogMirror:
             self.close()
             self.file = name
         self.offset, self._head, self._fmt = 4, True, None
-        self._grouper = TransactionGrouper()
+        self.gtids.drop_open()
         self.safe = (self.file, 4)
         return self.file
 
@@ -329,7 +296,7 @@ class BinlogMirror:
             self._open_new()
             self._write(fde.raw)
             self.offset += len(fde.raw)
-            self._write_own(EventType.MARIADB_GTID_LIST, MariadbGtidList(dict(self.binlog_state)).encode(), self._fmt,
+            self._write_own(EventType.MARIADB_GTID_LIST, MariadbGtidList(dict(self.gtids.mariadb)).encode(), self._fmt,
                             fde.server_id)
             self._head = False
             self.safe = (self._name(), self.offset)
@@ -359,8 +326,7 @@ class BinlogMirror:
             raise MirrorError(f"cannot continue {file} at {pos}: the local copy ends before it (start the "
                               "series at the beginning of a primary file)")
         self.file, self.offset = file, max(pos, 4)
-        self._grouper = TransactionGrouper()
-        self._gtid = None
+        self.gtids.drop_open()
         self._fmt = None
         if pos > 4:
             with open(path, "r+b") as f:
@@ -369,7 +335,7 @@ class BinlogMirror:
             self._fmt = file_format(path)
         self.safe = (file, self.offset)
 
-    def begin_inside(self, file: str, pos: int, head: bytes, state: dict[tuple[int, int], int] | MysqlGtidSet) -> None:
+    def begin_inside(self, file: str, pos: int, head: bytes, state: MariadbState | MysqlGtidSet) -> None:
         """A new series starts inside the primary's `file` at `pos` (mid_file.series_head: the
         FDE, Gtid_list or Previous_gtids and fillers up to `pos`): the file is created with that
         head, and the primary's events from `pos` follow at their own offsets. `state` is the
@@ -381,11 +347,11 @@ class BinlogMirror:
         self._write(head[4:])
         self.offset = pos
         self._fmt = file_format(self.dir / file)
-        self._grouper, self._gtid, self._mysql_gtid = TransactionGrouper(), None, None
+        self.gtids.drop_open()
         if isinstance(state, MysqlGtidSet):
-            self.mysql_gtids = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in state.intervals.items()})
+            self.gtids.mysql = state.copy()
         else:
-            self.binlog_state = dict(state)
+            self.gtids.mariadb = dict(state)
         self.safe = (file, pos)
 
     def _open_new(self) -> None:
@@ -491,18 +457,8 @@ class BinlogMirror:
         self._write(raw)
         event = Event(raw, self.offset, self._fmt)
         self.offset += size
-        self._grouper.push(event)
-        self._note_mysql_gtids(event)
-        if kind == EventType.MARIADB_GTID:
-            self._gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
-        elif kind == EventType.MARIADB_GTID_LIST:  # the binlog state before this file, whole
-            self.binlog_state = dict(gtid_set(event, MariadbGtidList).gtids)
-        if self._grouper.current is None:  # (readers take whole units: a unit's first events wait for the rest)
+        if self.gtids.push(event):  # (readers take whole units: a unit's first events wait for the rest)
             self.safe = (self.file, self.offset)
-            if self._gtid is not None:
-                self.binlog_state[self._gtid[:2]] = self._gtid[2]
-                self._gtid = None
-            self._held_mysql_gtid()
             if self.on_unit is not None:
                 self.on_unit()
         if kind == EventType.ROTATE:

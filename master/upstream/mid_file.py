@@ -27,10 +27,9 @@ from dumpfilter.codec.constants import HEADER_LEN, LOG_EVENT_ARTIFICIAL_F, LOG_E
 from dumpfilter.codec.encode import build_event
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.gtid import MariadbGtidList, MysqlGtidSet
-from dumpfilter.codec.transactions import TransactionGrouper
 from dumpfilter.errors import BinlogError
 from dumpfilter.master.upstream.binlog_mirror import MirrorError
-from dumpfilter.master.upstream.series_reads import gtid_set
+from dumpfilter.master.upstream.series_reads import MariadbState, UnitGtids
 from dumpfilter.master.protocol.commands import (
     BINLOG_DUMP_NON_BLOCK,
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
@@ -39,8 +38,6 @@ from dumpfilter.master.protocol.commands import (
 
 # One filler's largest size: far below any max_allowed_packet a replica runs with (16 MiB default).
 FILLER_MAX = 1 << 20
-
-MariadbState = dict[tuple[int, int], int]  # (domain, server_id) -> the last seq_no: MariaDB's binlog state
 
 
 class _Packet(Protocol):
@@ -83,10 +80,7 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
     send_command(conn, COM_BINLOG_DUMP, struct.pack("<IHI", 4, flags, server_id) + file.encode())
     fde: bytes | None = None
     fmt: FormatDescription | None = None
-    grouper, held = TransactionGrouper(), 0
-    gtid: tuple[int, int, int] | None = None  # MariaDB: (domain, server_id, seq_no)
-    mysql_gtid: tuple[str, int, str] | None = None  # MySQL: (source, gno, tag)
-    state: MariadbState | MysqlGtidSet = MysqlGtidSet() if mysql else {}
+    gtids = UnitGtids()
     offset = unit_start = 4
     while True:
         data = read_packet(conn)
@@ -95,7 +89,7 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
         ended = data[:1] == b"\xfe" and len(data) < 9 or (
             kind == EventType.ROTATE and (log_pos == 0 or flags & LOG_EVENT_ARTIFICIAL_F) and offset > 4)
         if ended and lacking is not None and fde is not None:  # the set holds every GTID of the file
-            return fde, state, unit_start if grouper.current is not None else offset
+            return fde, gtids.mysql, unit_start if gtids.grouper.current is not None else offset
         if ended:  # (an artificial Rotate past the file's start: the dump went on into the next file)
             raise MidFileError(f"{where}: past the end of {file} ({offset} bytes)")
         if len(raw) < HEADER_LEN:
@@ -103,48 +97,33 @@ def read_head(conn: pymysql.connections.Connection, file: str, pos: int, server_
         if kind == EventType.ROTATE and (log_pos == 0 or flags & LOG_EVENT_ARTIFICIAL_F):
             continue
         if kind == EventType.ROTATE and lacking is not None and fde is not None:
-            return fde, state, offset  # the set lacks nothing in the file: the series starts at its Rotate
+            return fde, gtids.mysql, offset  # the set lacks nothing in the file: the series starts at its Rotate
         if kind in (EventType.HEARTBEAT, EventType.HEARTBEAT_V2):
             continue
         if kind == EventType.FORMAT_DESCRIPTION and fde is None:
             fde, fmt = raw, FormatDescription.parse(raw)
         end = log_pos or offset + len(raw)
-        was_open = grouper.current is not None
+        was_open = gtids.grouper.current is not None
         try:
-            event = Event(raw, offset, fmt)
-            grouper.push(event)
-            if kind == EventType.MARIADB_GTID_LIST:
-                state = dict(gtid_set(event, MariadbGtidList).gtids)
-            elif kind == EventType.MARIADB_GTID:
-                gtid = (event.gtid_info.domain, event.server_id, event.gtid_info.gno)
-            elif kind == EventType.PREVIOUS_GTIDS and mysql:
-                previous = gtid_set(event, MysqlGtidSet)
-                state = MysqlGtidSet({key: [list(iv) for iv in ivs] for key, ivs in previous.intervals.items()})
-            elif kind in (EventType.GTID, EventType.GTID_TAGGED) and mysql:
-                mysql_gtid = (event.gtid_info.source, event.gtid_info.gno, event.gtid_info.tag)
+            gtids.push(Event(raw, offset, fmt))
         except BinlogError as exc:  # (a malformed set or GTID too: the decoders raise it as one)
             raise MidFileError(f"{where}: {file} at {offset}: {exc}") from None
-        if lacking is not None and not was_open and grouper.current is not None and fde is not None and (
-                mysql_gtid is None or (mysql_gtid[0], mysql_gtid[2], mysql_gtid[1]) not in lacking):
-            return fde, state, offset if held else 4  # the first transaction the set lacks starts here
-        if grouper.current is None and mysql_gtid is not None and isinstance(state, MysqlGtidSet):
-            state.add(*mysql_gtid)
-            mysql_gtid, held = None, held + 1
-        elif grouper.current is None and gtid is not None and isinstance(state, dict):
-            state[gtid[:2]] = gtid[2]
-            gtid, held = None, held + 1
-        if not was_open and grouper.current is not None:
+        opened = not was_open and gtids.grouper.current is not None
+        if lacking is not None and opened and fde is not None and (
+                gtids.mysql_gtid is None or gtids.mysql_gtid not in lacking):
+            return fde, gtids.mysql, offset if gtids.joined else 4  # the first transaction the set lacks starts here
+        if opened:
             unit_start = offset
         if lacking is None and end > pos:
             raise MidFileError(f"{where}: not a transaction boundary of {file} (inside the event at "
                                f"{offset}..{end})")
         if lacking is None and end == pos:
-            if grouper.current is not None:
+            if gtids.grouper.current is not None:
                 raise MidFileError(f"{where}: not a transaction boundary of {file} (inside the transaction "
                                    f"that starts at {unit_start})")
             if fde is None:
                 raise MidFileError(f"{where}: {file} has no Format_description before it")
-            return fde, state, pos
+            return fde, gtids.mysql if mysql else gtids.mariadb, pos
         offset = end
 
 

@@ -257,7 +257,7 @@ class SourceReplicator:
         position (MariaDB's gtid_strict_mode check: it lacks that GTID, or holds another
         transaction under it) is named with that GTID, once per outage. A series with no
         transaction yet simply moves to the next candidate."""
-        if self.mirror.safe is None or not self.mirror.binlog_state:
+        if self.mirror.safe is None or not self.mirror.gtids.mariadb:
             self.current = (self.current + 1) % len(self.urls)
             return
         position = self.mirror.gtid_position()
@@ -354,7 +354,7 @@ class SourceReplicator:
         file name, position 4, its executed set (the series', or --source-gtid for a new series; in
         MySQL 8.3+'s tagged encoding when it holds tags), heartbeats v2. The mirror checks what is
         re-sent against the series. Returns (the first packet, where the dump started)."""
-        executed = self.mirror.mysql_gtids
+        executed = self.mirror.gtids.mysql
         encoded = executed.encode()
         send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
                      + struct.pack("<HII", 0, 0, 0))

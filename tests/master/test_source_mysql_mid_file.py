@@ -106,7 +106,7 @@ def test_series_starts_inside_a_mysql_primary_file(shared_fixtures, tmp_path, pk
         assert fillers and all(e.type_code == EventType.IGNORABLE and e.flags & LOG_EVENT_IGNORABLE_F
                                for e in fillers)
         assert fillers[-1].end_pos == pos
-        assert str(replicator.mirror.mysql_gtids) == EXECUTED[name]
+        assert str(replicator.mirror.gtids.mysql) == EXECUTED[name]
 
         # A tier: a second endpoint over the series serves it by auto-position.
         master, endpoint = _tier(local)
@@ -157,7 +157,7 @@ def test_a_restart_continues_a_mid_file_series_by_gtid(shared_fixtures, tmp_path
         try:
             assert wait_for(lambda: _complete(local, name, data), every=0.1), second.last_error
             assert (local / name).read_bytes() == head + data[357:]
-            assert (second.last_error, str(second.mirror.mysql_gtids)) == (None, EXECUTED[name])
+            assert (second.last_error, str(second.mirror.gtids.mysql)) == (None, EXECUTED[name])
         finally:
             second.stop()
     finally:

@@ -113,7 +113,7 @@ def test_the_series_is_the_tagged_fixture_byte_for_byte(shared_fixtures, tmp_pat
         assert primary.logins("full-tls" if transport.startswith("tls") else "full-rsa") >= 1
         assert primary.logins("full-rsa" if transport.startswith("tls") else "full-tls") == 0
         # The series' executed set is the primary's, tagged GTIDs included.
-        assert str(replicator.mirror.mysql_gtids) == EXECUTED[name]
+        assert str(replicator.mirror.gtids.mysql) == EXECUTED[name]
     finally:
         replicator.stop()
         primary.stop()
@@ -154,16 +154,16 @@ def test_a_restart_continues_by_gtid_without_loss_or_duplication(shared_fixtures
         assert wait_for(lambda: (local / name).is_file() and (local / name).stat().st_size == held, every=0.1), \
             first.last_error
         first.stop()
-        before = str(first.mirror.mysql_gtids)
+        before = str(first.mirror.gtids.mysql)
         with open(up / name, "ab") as f:  # the primary goes on writing
             f.write(data[held:])
         second = _mirror(url, local)
         try:
-            assert str(second.mirror.mysql_gtids) == before  # read back from the series on disk
+            assert str(second.mirror.gtids.mysql) == before  # read back from the series on disk
             assert wait_for(lambda: _complete(local, name, data), every=0.1), second.last_error
             assert (local / name).read_bytes() == data
             assert second.last_error is None, second.last_error
-            assert str(second.mirror.mysql_gtids) == EXECUTED[name]
+            assert str(second.mirror.gtids.mysql) == EXECUTED[name]
         finally:
             second.stop()
     finally:
@@ -218,7 +218,7 @@ def test_source_gtid_starts_at_the_first_transaction_the_set_lacks(shared_fixtur
             previous = [e for e in read_events(ours[:start], name) if e.type_code == 35]
             gnos = [e.gtid_info.gno for e in read_events(data[:start], name, verify_checksums=False) if e.is_gtid]
             assert [str(e.gtid_set) for e in previous] == [f"{uuid}:1-{max(gnos)}" if len(gnos) > 1 else f"{uuid}:1"]
-        assert str(started.mirror.mysql_gtids) == EXECUTED[name]
+        assert str(started.mirror.gtids.mysql) == EXECUTED[name]
         assert wait_for(lambda: refused.state == "stopped", every=0.1), refused.status()
         assert refused.last_error.startswith("--source-gtid: ") and "MySQL GTID set" in refused.last_error
         assert not (tmp_path / "other" / name).exists()

@@ -128,13 +128,7 @@ mod tests {
 
     #[test]
     fn made_events_crcs_from_tables_are_their_crcs() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::test_events::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..2000 {
             let (a, b) = (next(), next());
             let mut gtid = a.to_le_bytes().to_vec();

@@ -282,8 +282,7 @@ pub(super) fn placeholder(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scan::{F_COMPLETE, F_MARIADB_GTID};
-    use crate::skip_forms::test_event;
+    use crate::skip_forms::test_unit;
     use crate::types::QUERY;
 
     #[test]
@@ -308,23 +307,12 @@ mod tests {
     #[test]
     fn a_counted_form_is_the_made_forms_counts() {
         for crc in [false, true] {
-            for body in 1..4u8 {
-                let mut raw = test_event(7, MARIADB_GTID, &[0; 19], 100, crc);
-                let g = raw.len();
-                for k in 0..body {
-                    raw.extend(test_event(7, 30, &[k; 40], 150 + u32::from(k), crc));
-                }
-                let last = raw.len();
-                raw.extend(test_event(7, XID, &[3; 8], 400, crc));
-                let u = ListedUnit {
-                    end: raw.len() as u32,
-                    last: last as u32,
-                    events: 2 + u32::from(body),
-                    flags: F_COMPLETE | F_MARIADB_GTID,
-                    gtid_size: g as u32,
-                    tabled: true,
-                    ..Default::default()
-                };
+            let rows = [[0u8; 40], [1; 40], [2; 40]];
+            for body in 1..4 {
+                let events: Vec<_> = (0..body)
+                    .map(|k| (30, &rows[k][..], 150 + k as u32))
+                    .collect();
+                let (raw, u) = test_unit(0, &events, 400, true, crc);
                 let mut made = Vec::new();
                 let form = super::super::skipped(
                     &u,
@@ -352,21 +340,9 @@ mod tests {
             }
             // A statement unit: its GTID and XID kept by its keys, its BEGIN and statements
             // placeholders; not framed at its ends (a piece inside its body), the walk's.
-            let mut raw = test_event(7, MARIADB_GTID, &[0; 19], 100, crc);
-            let g = raw.len();
-            for k in 0..3 {
-                raw.extend(test_event(7, QUERY, &[2; 30], 200 + k, crc));
-            }
-            let last = raw.len();
-            raw.extend(test_event(7, XID, &[3; 8], 400, crc));
-            let u = ListedUnit {
-                end: raw.len() as u32,
-                last: last as u32,
-                events: 5,
-                flags: F_COMPLETE | F_MARIADB_GTID,
-                gtid_size: g as u32,
-                ..Default::default()
-            };
+            let statements = [200, 201, 202].map(|log_pos| (QUERY, &[2u8; 30][..], log_pos));
+            let (raw, u) = test_unit(0, &statements, 400, false, crc);
+            let (g, last) = (u.gtid_size as usize, u.last());
             let inner = (g + 10, last);
             for kept in [
                 vec![(0, g), (last, raw.len())],
