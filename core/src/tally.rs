@@ -56,9 +56,16 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
     let seconds = seconds.max(1);
     for (k, u) in plan.units.iter().enumerate() {
         if let Some(a) = plan.units.get(k + AHEAD) {
+            // (a unit whose envelope the scanner kept is read for its timestamp alone, below,
+            // where it writes one table: its first line, not its every line)
+            let end = if a.envelope != 0 {
+                a.end().min(a.start() + 64)
+            } else {
+                a.end()
+            };
             let raw = bufs
                 .get(a.part as usize)
-                .and_then(|b| b.get(a.start()..a.end()));
+                .and_then(|b| b.get(a.start()..end));
             prefetch(raw.unwrap_or_default());
         }
         let buf = bufs.get(u.part as usize).copied().unwrap_or_default();
