@@ -108,7 +108,10 @@ pub fn rows_many(
     by_keys: Option<StmtKeeps<'_>>,
 ) -> Vec<Vec<u8>> {
     let units = bounds.len() / 2;
-    let mut out: Vec<Vec<u8>> = keeps.iter().map(|_| Vec::with_capacity(units)).collect();
+    let mut out: Vec<Vec<u8>> = keeps
+        .iter()
+        .map(|_| Vec::with_capacity(units + 8))
+        .collect();
     for (lane0, group) in keeps.chunks(LANES).enumerate() {
         let (kept, known) = lanes(group.iter().map(|k| Some(*k)), |k| k != KEEP_DROP, |_| true);
         let stmts = by_keys.map(|(cols, keeps)| {
@@ -143,18 +146,21 @@ pub fn rows_many(
             let rows = &mut out[lane0 * LANES..lane0 * LANES + group.len()];
             // Eight units at a time: each slave's bit of their words as a byte (`columns`), and
             // its eight codes made at once, a byte each of one word (what the block's last eight
-            // make past n is cut off). Slave by slave and unit by unit, 48 rule groups' rows were
-            // a seventh of a count's instructions.
+            // make past n is cut off: the rows have room for it). Slave by slave and unit by
+            // unit, 48 rule groups' rows were a seventh of a count's instructions.
             let (at, eights) = (rows.first().map_or(0, Vec::len), n.div_ceil(8) * 8);
             for row in rows.iter_mut() {
                 row.resize(at + eights, 0);
             }
+            let (mut a, mut y, mut z) = ([0u8; LANES], [0u8; LANES], [0u8; LANES]);
             for c in (0..eights).step_by(8) {
-                let slaves = group.len();
-                let [a, y, z] = [&all, &any, &sure].map(|w| columns(&w[c..c + 8], slaves));
+                columns(&all[c..c + 8], group.len(), &mut a);
+                columns(&any[c..c + 8], group.len(), &mut y);
+                columns(&sure[c..c + 8], group.len(), &mut z);
                 for (s, row) in rows.iter_mut().enumerate() {
-                    let [a, y, z] = [a[s], y[s], z[s]].map(|bits| SPREAD[bits as usize]);
-                    row[at + c..at + c + 8].copy_from_slice(&code(a, y, z).to_le_bytes());
+                    let [a, y, z] = [a[s], y[s], z[s]];
+                    let codes = code(SPREAD[a as usize], SPREAD[y as usize], SPREAD[z as usize]);
+                    row[at + c..at + c + 8].copy_from_slice(&codes.to_le_bytes());
                 }
             }
             for row in rows.iter_mut() {
@@ -189,10 +195,9 @@ const SPREAD: [u64; 256] = {
 };
 
 /// For eight units' words (one bit per slave), each of the first `slaves` slaves' bits as a
-/// byte (bit j: unit j): an 8 x 8 bit transpose of each byte of the words.
+/// byte of `out` (bit j: unit j): an 8 x 8 bit transpose of each byte of the words.
 #[inline(always)]
-fn columns(words: &[u64], slaves: usize) -> [u8; LANES] {
-    let mut out = [0u8; LANES];
+fn columns(words: &[u64], slaves: usize, out: &mut [u8; LANES]) {
     for b in 0..slaves.div_ceil(8) {
         // Byte j: byte b of unit j's word (slaves 8b..8b+7), transposed so that byte i holds
         // slave 8b+i's bit of each unit (Hacker's Delight's transpose8: 2x2, 4x4, 8x8 blocks).
@@ -206,7 +211,6 @@ fn columns(words: &[u64], slaves: usize) -> [u8; LANES] {
         x ^= t ^ (t << 28);
         out[8 * b..8 * b + 8].copy_from_slice(&x.to_le_bytes());
     }
-    out
 }
 
 /// Per id, a word with one bit per slave of `group`: whether `kept` and `known` hold of its byte
