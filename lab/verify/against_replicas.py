@@ -332,7 +332,8 @@ class Verification:
         # away, so SIGKILL is enough (a clean InnoDB shutdown of 20 servers takes many seconds);
         # with --keep they get SIGTERM and shut down cleanly, so the datadirs can be started again.
         for server in self.servers:
-            server._send_signal(signal.SIGTERM if self.keep else signal.SIGKILL)
+            if server._proc is not None:  # (Popen signals nothing once it has exited)
+                server._proc.send_signal(signal.SIGTERM if self.keep else signal.SIGKILL)
         kept = [f"{server.name}: {server.root}" for server in self.servers if self.keep and server.root is not None]
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # deleting datadirs is slow too
             futures = [pool.submit(server.stop, keep=self.keep) for server in self.servers]
