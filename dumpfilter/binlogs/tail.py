@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -63,15 +62,6 @@ def _rotated_name(event: Event, current: str) -> str:
     return confined_rotate_target(target, current, event.pos)
 
 
-@dataclass(frozen=True)
-class Position:
-    file: str
-    pos: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.pos}"
-
-
 class TailingReader:
     """Yields (file name, Event) from `start_file` at `start_pos` onward, to the current end of
     the last file.
@@ -92,7 +82,6 @@ class TailingReader:
         if self.file not in files:
             raise PositionError(f"binlog file '{self.file}' is not in {self.directory} (purged or never written)")
         self.start_pos = start_pos
-        self.position = Position(self.file, start_pos)
 
     def files(self) -> Listing:
         return binlog_listing(self.directory)
@@ -139,7 +128,6 @@ class TailingReader:
                 if data:
                     splitter.feed(data)
                     for event in splitter.events():
-                        self.position = Position(name, event.end_pos)
                         yield name, event
                         # A Rotate names the next file. The dump thread's artificial Rotate
                         # (flag 0x20) at the start of a relay stream does not end the file.
