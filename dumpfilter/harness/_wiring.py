@@ -22,14 +22,8 @@ from dumpfilter.lab.simulate import streams
 from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2
 
-__all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
-           "create_server", "master_stats", "start_endpoint"]
-
-
-def start_endpoint(master: MasterServer, listen: str) -> MysqlEndpoint:
-    """The MySQL-protocol endpoint (`--mysql-listen`) over the master's service, with an empty
-    map of replica rules that `add_replica_spec` fills while it runs."""
-    return MysqlEndpoint(master.service, listen, replicas=ReplicaMap({}, {}))
+__all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "ReplicaMap", "SlaveConfig", "StoppableSlave",
+           "add_replica_spec", "create_server", "master_stats"]
 
 
 def add_replica_spec(endpoint: MysqlEndpoint, spec: SlaveSpec) -> None:
