@@ -58,8 +58,7 @@ class Master:
         if self.mysql_listen is not None:
             try:
                 # (an empty map of replica rules, which `map_replica` fills while it runs)
-                self._endpoint = _wiring.MysqlEndpoint(server.service, self.mysql_listen,
-                                                       replicas=_wiring.ReplicaMap({}, {}))
+                self._endpoint = _wiring.MysqlEndpoint(server.service, self.mysql_listen)
             except BaseException:
                 self.stop()
                 raise

@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from dumpfilter.master.serve.grpc_server import MasterServer, create_server
-from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.endpoint import MysqlEndpoint
 from dumpfilter.slave.node import Slave as _InternalSlave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.relay_log import RelayInfo
@@ -22,8 +22,8 @@ from dumpfilter.lab.simulate import streams
 from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2
 
-__all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "ReplicaMap", "SlaveConfig", "StoppableSlave",
-           "add_replica_spec", "create_server", "master_stats"]
+__all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
+           "create_server", "master_stats"]
 
 
 def add_replica_spec(endpoint: MysqlEndpoint, spec: SlaveSpec) -> None:
