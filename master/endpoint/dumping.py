@@ -34,7 +34,7 @@ from dumpfilter.master.protocol.commands import (
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     USE_HEARTBEAT_EVENT_V2,
 )
-from dumpfilter.master.protocol.packets import ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ConnectionClosed, eof_packet
+from dumpfilter.master.protocol.packets import ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ConnectionClosed, EOF_PACKET
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules.renamer import live_renamer, renames
 
@@ -181,7 +181,7 @@ class Dumping:
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
-                    send(frame(eof_packet()))
+                    send(frame(EOF_PACKET))
                     self.why = "a non-blocking dump (BINLOG_DUMP_NON_BLOCK) reached the end of the binlog"
                     return
                 batch = next(batches)

@@ -62,7 +62,7 @@ from dumpfilter.master.protocol.packets import (
     ProtocolError,
     ReadTimeout,
     err_packet,
-    ok_packet,
+    OK_PACKET,
 )
 from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session
 from dumpfilter.master.endpoint.replicas import ReplicaMap
@@ -241,7 +241,7 @@ class _Connection(Dumping):
                                               exc, endpoint.limits.max_connections)
                     self._error(exc.errno, str(exc))
                     return
-                self.stream.write(ok_packet())
+                self.stream.write(OK_PACKET)
                 log.info("mysql connection %s from %s: user %r authenticated (%s%s)", self.id, self.peer, self.user,
                          self.auth_path, f", TLS {self.cipher}" if self.cipher else "")
                 self._commands()
@@ -386,7 +386,7 @@ class _Connection(Dumping):
                 if command == COM_QUERY:
                     self._query(body)
                 elif command in (COM_PING, COM_INIT_DB):
-                    self.stream.write(ok_packet())
+                    self.stream.write(OK_PACKET)
                 elif command == COM_REGISTER_SLAVE:
                     self._register(body)
                 elif command == COM_BINLOG_DUMP:
@@ -451,7 +451,7 @@ class _Connection(Dumping):
             self._error(code_for(exc), str(exc))
             return
         self.reported.add(reg.server_id)
-        self.stream.write(ok_packet())
+        self.stream.write(OK_PACKET)
 
     def _registration(self, server_id: int, host: str) -> None:
         """Register the replica with the dump service, unless this identity already registered
