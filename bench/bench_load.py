@@ -257,7 +257,7 @@ def kill_all(slaves: list[SlaveProc], master: subprocess.Popen | None) -> None:
 # -- what each slave must hold ----------------------------------------------------------------
 def relay_units(relay_dir: Path) -> list[tuple[bytes, ...]]:
     """The transactions in a slave's relay log, as tuples of raw event bytes (FDEs left out)."""
-    events = [e for _, e in TailingReader(relay_dir, follow=False)]
+    events = [e for _, e in TailingReader(relay_dir)]
     return [tuple(e.raw for e in txn.events) for txn in group_transactions(events) if txn.kind != "control"]
 
 

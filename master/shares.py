@@ -38,11 +38,10 @@ class Shares:
     """The per-identity limits of one master: `limit(identity, resource)`; `check` raises when
     `used` has reached it."""
 
-    def __init__(self, policy: MasterPolicy | None, totals: dict[str, int | None],
-                 per_identity: dict[str, int | None] | None = None):
+    def __init__(self, policy: MasterPolicy | None, totals: dict[str, int | None]):
         self.policy = policy
         self.totals = totals
-        self.per_identity = per_identity or {}
+        self.per_identity: dict[str, int | None] = {}  # a resource's default share (DumpService sets it)
         self.accounts = 1 if policy is None else max(1, len(policy.entries) + (policy.default is not None))
 
     def limit(self, identity: Identity | None, resource: str) -> int | None:

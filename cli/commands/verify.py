@@ -13,7 +13,6 @@ from dumpfilter.cli.options import add_json_option, emit_json, seconds_in
 from dumpfilter.errors import DumpFilterError
 
 if TYPE_CHECKING:
-    from dumpfilter.rules.ruleset import RuleSet
     from dumpfilter.cli.options import Subparsers
 
 
@@ -62,24 +61,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument("--mysql-listen", metavar="HOST:PORT", default="127.0.0.1:0",
                         help="its MySQL-protocol endpoint's address, for the topology's kind = \"mariadb\" slaves "
                              "(default 127.0.0.1:0)")
-    # Testing hook, not for users: register these rules on the master for one slave instead of the
-    # topology's, so that a deliberately non-equivalent setup can be shown to fail.
-    parser.add_argument("--testing-master-rule", action="append", default=[], metavar="SLAVE:OPTION=VALUE",
-                        help=argparse.SUPPRESS)
     parser.set_defaults(func=run)
-
-
-def _master_rules(values: list[str]) -> dict[str, RuleSet]:
-    from dumpfilter.rules.parse import StartupFilters
-
-    by_slave: dict[str, list[tuple[str, str]]] = {}
-    for value in values:
-        name, sep, option = value.partition(":")
-        key, eq, rule = option.partition("=")
-        if not sep or not eq:
-            raise DumpFilterError(f"--testing-master-rule: {value!r} is not SLAVE:replicate-...=VALUE")
-        by_slave.setdefault(name, []).append((key.strip().removeprefix("--"), rule.strip()))
-    return {name: StartupFilters.from_options(pairs).for_channel("") for name, pairs in by_slave.items()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     topology = load_topology(topology_path)
     progress = None if args.quiet else (lambda message: print(f"verify: {message}", file=sys.stderr, flush=True))
     runs = verify(topology, workload, seed=seed, formats=_formats(args.binlog_format, args.builtin),
-                  keep=args.keep, timeout=args.timeout, master_rules=_master_rules(args.testing_master_rule),
+                  keep=args.keep, timeout=args.timeout,
                   progress=progress, listen=args.listen, mysql_listen=args.mysql_listen)
     if not emit_json(args, as_json(runs)):
         print_report(runs)

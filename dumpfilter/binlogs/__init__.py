@@ -1,5 +1,5 @@
 """Binlog files on disk: opening one (plain or gzipped), index files, ordered directories, and a
-tailing reader that follows a directory a live server is still writing. The thin file-system
+reader of a directory a live server may still be writing. The thin file-system
 edge of `dumpfilter.codec`."""
 
 from dumpfilter.binlogs.files import (

@@ -1,13 +1,10 @@
-"""Follows a binlog directory that a live server is still writing: waits for new bytes (a partly
-written event, header included, is "not yet written"), and at a Rotate (or when the index names a
-newer file) moves on to the next file."""
+"""Reads a binlog directory, which a live server may still be writing, to the end of what is
+written: at a Rotate (or when the index names a newer file) it moves on to the next file."""
 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -65,18 +62,9 @@ def _rotated_name(event: Event, current: str) -> str:
     return confined_rotate_target(target, current, event.pos)
 
 
-@dataclass(frozen=True)
-class Position:
-    file: str
-    pos: int
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.pos}"
-
-
 class TailingReader:
-    """Yields (file name, Event) from `start_file` at `start_pos` onward, forever or until
-    `stop()`; with `follow=False` it stops at the current end of the last file.
+    """Yields (file name, Event) from `start_file` at `start_pos` onward, to the current end of
+    the last file.
 
     Memory is bounded by the chunk size plus the largest event. The FDE of each file is always
     read first so that events are decoded with the right format, even when starting mid-file;
@@ -84,14 +72,9 @@ class TailingReader:
     """
 
     def __init__(self, directory: str | os.PathLike[str], start_file: str | None = None, start_pos: int = 4, *,
-                 follow: bool = True, poll_interval: float = 0.05, verify_checksums: bool = True,
-                 sleep: Callable[[float], None] = time.sleep):
+                 verify_checksums: bool = True):
         self.directory = Path(directory)
-        self.follow = follow
-        self.poll_interval = poll_interval
         self.verify_checksums = verify_checksums
-        self.sleep = sleep
-        self._stopped = False
         files = self.files()
         if not files:
             raise files.problem or BinlogError("no binlog files", path=str(self.directory))
@@ -99,33 +82,23 @@ class TailingReader:
         if self.file not in files:
             raise PositionError(f"binlog file '{self.file}' is not in {self.directory} (purged or never written)")
         self.start_pos = start_pos
-        self.position = Position(self.file, start_pos)
 
     def files(self) -> Listing:
         return binlog_listing(self.directory)
-
-    def stop(self) -> None:
-        self._stopped = True
 
     def next_file(self, current: str) -> str | None:
         return self.files().next_after(self.directory, current)
 
     def __iter__(self) -> Iterator[tuple[str, Event]]:
-        name, start = self.file, self.start_pos
-        while not self._stopped:
-            next_name = yield from self._read_file(name, start)
-            if next_name is None or not self._wait_for(next_name):
+        name: str | None = self.file
+        start = self.start_pos
+        while name is not None:
+            name = yield from self._read_file(name, start)
+            # A Rotate can name a file the server has not created yet (not one its index names).
+            if name is not None and not os.path.lexists(self.directory / name):
+                self.files().check_absent(self.directory, name)
                 return
-            name, start = next_name, 4
-
-    def _wait_for(self, name: str) -> bool:
-        """A Rotate can name a file the server has not created yet (not one its index names)."""
-        while not os.path.lexists(self.directory / name):
-            self.files().check_absent(self.directory, name)
-            if not self.follow or self._stopped:
-                return False
-            self.sleep(self.poll_interval)
-        return True
+            start = 4
 
     def open_at(self, f: BinaryIO, path: Path, start: int) -> EventSplitter:
         """A splitter positioned at `start`. Starting mid-file, the FDE at offset 4 is read first
@@ -150,12 +123,11 @@ class TailingReader:
                 raise PositionError(f"position {start} is past the end of '{name}' ({size} bytes)")
             splitter = self.open_at(f, path, start)
             rotated_to: str | None = None
-            while not self._stopped:
+            while True:
                 data = f.read(CHUNK)
                 if data:
                     splitter.feed(data)
                     for event in splitter.events():
-                        self.position = Position(name, event.end_pos)
                         yield name, event
                         # A Rotate names the next file. The dump thread's artificial Rotate
                         # (flag 0x20) at the start of a relay stream does not end the file.
@@ -168,8 +140,5 @@ class TailingReader:
                 newer = self.next_file(name)
                 if newer is not None and splitter.pending == 0:
                     return newer  # a Stop event, or a crash, ended this file without a Rotate
-                if not self.follow:
-                    splitter.close()  # raises if the file ends inside an event
-                    return None
-                self.sleep(self.poll_interval)
-        return None
+                splitter.close()  # raises if the file ends inside an event
+                return None

@@ -419,15 +419,12 @@ class Event:
         raw = with_crc(head) if crc_len else head
         return Event(raw, self.pos, self.fmt)
 
-    def with_header(self, *, log_pos: int | None = None, flags: int | None = None,
-                    server_id: int | None = None, timestamp: int | None = None) -> Event:
-        ts = self.timestamp if timestamp is None else timestamp
-        sid = self.server_id if server_id is None else server_id
+    def with_header(self, *, log_pos: int | None = None, flags: int | None = None) -> Event:
         lp = self.log_pos if log_pos is None else log_pos
         fl = self.flags if flags is None else flags
-        if (ts, sid, lp, fl) == (self.timestamp, self.server_id, self.log_pos, self.flags):
+        if (lp, fl) == (self.log_pos, self.flags):
             return self
-        head = HEADER.pack(ts, self.type_code, sid, self.size, lp, fl)
+        head = HEADER.pack(self.timestamp, self.type_code, self.server_id, self.size, lp, fl)
         return self.replaced(head + self.raw[HEADER_LEN : len(self.raw) - self.checksum_len])
 
     def with_rows_flags(self, rows_flags: int) -> Event:

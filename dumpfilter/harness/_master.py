@@ -57,7 +57,8 @@ class Master:
         self._server, self._port = server, port
         if self.mysql_listen is not None:
             try:
-                self._endpoint = _wiring.start_endpoint(server, self.mysql_listen)
+                # (an empty map of replica rules, which `map_replica` fills while it runs)
+                self._endpoint = _wiring.MysqlEndpoint(server.service, self.mysql_listen)
             except BaseException:
                 self.stop()
                 raise

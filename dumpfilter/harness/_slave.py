@@ -47,7 +47,7 @@ class RelayLog:
         """Every event of the relay log, in order (bounded memory; `dumpfilter.codec.Event`)."""
         if not self.paths:
             return
-        for _file, event in TailingReader(self.directory, follow=False):
+        for _file, event in TailingReader(self.directory):
             yield event
 
     def transactions(self) -> Iterator[Transaction]:

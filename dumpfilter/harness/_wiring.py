@@ -14,7 +14,7 @@ from typing import Any
 import grpc
 
 from dumpfilter.master.serve.grpc_server import MasterServer, create_server
-from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
+from dumpfilter.master.endpoint import MysqlEndpoint
 from dumpfilter.slave.node import Slave as _InternalSlave
 from dumpfilter.slave.config import SlaveConfig
 from dumpfilter.slave.relay_log import RelayInfo
@@ -23,13 +23,7 @@ from dumpfilter.topology import SlaveSpec
 from dumpfilter.v1 import dump_pb2
 
 __all__ = ["MasterServer", "MysqlEndpoint", "RelayInfo", "SlaveConfig", "StoppableSlave", "add_replica_spec",
-           "create_server", "master_stats", "start_endpoint"]
-
-
-def start_endpoint(master: MasterServer, listen: str) -> MysqlEndpoint:
-    """The MySQL-protocol endpoint (`--mysql-listen`) over the master's service, with an empty
-    map of replica rules that `add_replica_spec` fills while it runs."""
-    return MysqlEndpoint(master.service, listen, replicas=ReplicaMap({}, {}))
+           "create_server", "master_stats"]
 
 
 def add_replica_spec(endpoint: MysqlEndpoint, spec: SlaveSpec) -> None:

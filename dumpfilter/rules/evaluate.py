@@ -27,7 +27,6 @@ class RuleEngine(EffectiveSemantics, Decider):
     """Decisions for one replica's rules. Per-table decisions are cached; build a new engine when rules change."""
 
     def __init__(self, rules: RuleSet, settings: Settings | None = None, *,
-                 triggers: dict[TriggerKey, TableRef] | None = None,
                  schema: SchemaModel | SchemaTimeline | None = None, replay_ddl: bool = True) -> None:
         self.rules = rules
         self.settings = settings or Settings()
@@ -47,7 +46,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         # replays each DDL once, after every engine has decided it (split's Router does).
         self.replay_ddl = replay_ddl and self.timeline is None
         # Which triggers this replica has (Bug#24478: one whose CREATE it skipped exists on the master only).
-        self.triggers = TriggerKnowledge(triggers)
+        self.triggers = TriggerKnowledge()
         self._at: Any = None      # the position of the decision being made (None: in stream order)
         self._folded = 0          # timeline log entries folded into self.triggers
         self._counting = True     # False while folding: those decisions are not the stream's

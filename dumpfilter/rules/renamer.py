@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from dumpfilter.codec import Event, EventType
-from dumpfilter.codec.rename import PositionKeeper, rewrite_event
+from dumpfilter.codec.rename import rewrite_event
 from dumpfilter.rules.ruleset import RuleSet, Settings
 
 if TYPE_CHECKING:
@@ -111,10 +111,3 @@ def live_renamer(current: Callable[[], _NamedRules | None]) -> Callable[[Event],
         return event if chosen is None else chosen(event)
 
     return rename
-
-
-def replica_names(current: Callable[[], _NamedRules | None], *, file: str, pos: int,
-                  server_id: int) -> PositionKeeper:
-    """The events of a real replica's dump from `file`:`pos` renamed as its registered rules (the
-    stream's current ones) rewrite, its counted position kept the master's (codec.rename)."""
-    return PositionKeeper(live_renamer(current), file=file, pos=pos, server_id=server_id)

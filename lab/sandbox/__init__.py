@@ -4,7 +4,6 @@ Start servers, wire replication and compare table contents.
 """
 
 from .replication import (
-    ReplicaStatus,
     ReplicationTimeout,
     follow,
     make_replica,
@@ -20,20 +19,17 @@ from .server import (
     ServerStartError,
     find_binary,
     mariadb_available,
-    stop_all_servers,
     stop_servers,
 )
-from .snapshot import SYSTEM_SCHEMAS, Snapshot, TableSnapshot, diff_snapshots, snapshot
+from .snapshot import SYSTEM_SCHEMAS, Snapshot, diff_snapshots, snapshot
 
 __all__ = [
     "SYSTEM_SCHEMAS",
     "MariaDBServer",
-    "ReplicaStatus",
     "ReplicationTimeout",
     "SandboxError",
     "ServerStartError",
     "Snapshot",
-    "TableSnapshot",
     "diff_snapshots",
     "find_binary",
     "follow",
@@ -42,7 +38,6 @@ __all__ = [
     "relay_group_at",
     "replica_status",
     "snapshot",
-    "stop_all_servers",
     "stop_servers",
     "stopped_on_error",
     "wait_caught_up",

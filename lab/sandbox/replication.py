@@ -43,9 +43,7 @@ class ReplicaStatus:
 
     @property
     def stopped_with_error(self) -> bool:
-        return (self.sql_running == "No" and self.last_sql_errno != 0) or (
-            self.io_running == "No" and self.last_io_errno != 0
-        )
+        return stopped_on_error(self.raw)
 
     def describe(self) -> str:
         if self.caught_up:

@@ -26,7 +26,6 @@ from dumpfilter.errors import ExternalError
 from dumpfilter.children import dies_with_parent
 from dumpfilter.lab.ports import free_port
 from dumpfilter.lab.sandbox.datadir import copy_fresh_datadir, template_key
-import contextlib
 
 if TYPE_CHECKING:
     import pymysql
@@ -117,7 +116,8 @@ def stop_servers(servers: Iterable[MariaDBServer], keep: bool = False) -> list[s
     """Stop `servers`, all signalled first so they shut down in parallel; the failures, one line each."""
     servers = list(servers)
     for s in servers:
-        s._send_signal(signal.SIGTERM)
+        if s._proc is not None:
+            s._proc.send_signal(signal.SIGTERM)  # (nothing once it has exited)
     errors = []
     for s in servers:
         try:
@@ -373,16 +373,9 @@ class MariaDBServer:
         text = self.error_log_tail(50)
         return "Address already in use" in text or "Bind on TCP/IP port" in text
 
-    def _send_signal(self, sig: int) -> None:
+    def _kill(self, sig: int = signal.SIGTERM) -> None:
         if self.running and self._proc is not None:
-            with contextlib.suppress(ProcessLookupError):
-                self._proc.send_signal(sig)
-
-    def _kill(self) -> None:
-        if self._proc is None:
-            return
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
+            self._proc.send_signal(sig)
             try:
                 self._proc.wait(self.stop_timeout)
             except subprocess.TimeoutExpired:
@@ -394,10 +387,7 @@ class MariaDBServer:
         in between (a bench puts binlog files of its own in place of the server's). With `crash`
         the server is killed with SIGKILL, as a crash ends it: its last binlog file ends without
         a Rotate or a Stop."""
-        if crash and self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait(10)
-        self._kill()
+        self._kill(signal.SIGKILL if crash else signal.SIGTERM)
         if while_down is not None:
             while_down()
         self._launch(_require_binary("mariadbd"))

@@ -83,7 +83,7 @@ def relay_transactions(relay_dir: Path) -> Iterator[Transaction]:
     `pos` is the relay file offset; TransactionFilter frames an empty transaction with the
     GTID's end position (COMMIT log_pos), which must be the master's, as the master computed it."""
     grouper = TransactionGrouper()
-    for _name, event in TailingReader(relay_dir, follow=False):
+    for _name, event in TailingReader(relay_dir):
         if event.type_code in FILE_FRAMING_TYPES:
             # The relay log's own file framing (the slave does not relay the master's Rotate,
             # Previous_gtids, Gtid_list...). A relay file can end inside a GTID group the

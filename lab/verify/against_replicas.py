@@ -35,7 +35,7 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from dumpfilter import _core
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.topology import SlaveSpec, Topology
-from dumpfilter.rules.ruleset import RuleSet, Settings
+from dumpfilter.rules.ruleset import Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.lab.sandbox import (
     MariaDBServer,
@@ -121,7 +121,7 @@ class PairResult:
     slave: str
     server_id: int
     rules: list[str]
-    master_rules: list[str]  # what the dumpfilter slave registered (differs only via the testing hook)
+    master_rules: list[str]  # what the dumpfilter slave registered: the rules as option lines
     verdict: str
     reason: str = ""
     reference: Outcome | None = None
@@ -218,7 +218,6 @@ def _run_script(server: MariaDBServer, statements: Sequence[_core.ScriptStatemen
 @dataclass
 class _Slot:
     spec: SlaveSpec
-    master_rules: RuleSet
     settings: Settings
     reason: str | None
     replica: MariaDBServer | None = None
@@ -237,7 +236,6 @@ class Verification:
 
     def __init__(self, topology: Topology, workload: str, *, seed: str = "", binlog_format: str = "ROW",
                  keep: bool = False, timeout: float = 60.0, workdir: Path | None = None,
-                 master_rules: Mapping[str, RuleSet] | None = None,
                  progress: Callable[[str], None] | None = None,
                  listen: str = "127.0.0.1:0", mysql_listen: str = "127.0.0.1:0") -> None:
         if binlog_format.upper() not in FORMATS:
@@ -255,12 +253,6 @@ class Verification:
         self.keep = keep
         self.timeout = timeout
         self.workdir = workdir
-        # Testing hook: rules the dumpfilter slave registers instead of the topology's (by slave name),
-        # to prove that a non-equivalent setup is caught.
-        self.master_rules = dict(master_rules or {})
-        unknown = set(self.master_rules) - {s.name for s in topology.slaves}
-        if unknown:
-            raise VerifyError(f"master rules given for unknown slave(s): {', '.join(sorted(unknown))}")
         self.progress = progress or (lambda message: None)
         self.servers: list[MariaDBServer] = []
         # The in-process master's gRPC address and its MySQL-protocol endpoint's (real replicas'):
@@ -280,7 +272,7 @@ class Verification:
                 notes.append(f"flavor {settings.flavor} in the topology; verified as mariadb (the reference "
                              f"is a MariaDB replica)")
                 settings = dataclasses.replace(settings, flavor="mariadb")
-            slot = _Slot(spec, self.master_rules.get(spec.name, spec.rules), settings, no_reference_reason(spec),
+            slot = _Slot(spec, settings, no_reference_reason(spec),
                          notes=notes)
             if spec.replica_schema is not None:
                 if spec.replica_schema.startswith("mysql://"):
@@ -332,7 +324,8 @@ class Verification:
         # away, so SIGKILL is enough (a clean InnoDB shutdown of 20 servers takes many seconds);
         # with --keep they get SIGTERM and shut down cleanly, so the datadirs can be started again.
         for server in self.servers:
-            server._send_signal(signal.SIGTERM if self.keep else signal.SIGKILL)
+            if server._proc is not None:  # (Popen signals nothing once it has exited)
+                server._proc.send_signal(signal.SIGTERM if self.keep else signal.SIGKILL)
         kept = [f"{server.name}: {server.root}" for server in self.servers if self.keep and server.root is not None]
         with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # deleting datadirs is slow too
             futures = [pool.submit(server.stop, keep=self.keep) for server in self.servers]
@@ -418,7 +411,7 @@ class Verification:
 
         spec = slot.spec
         assert slot.target is not None  # every slave's target server is started (_start_all)
-        config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=slot.master_rules,
+        config = SlaveConfig(master=address, server_id=spec.server_id, relay_dir=relay_dir, rules=spec.rules,
                              settings=slot.settings, channel=spec.channel, skip_policy=spec.skip_policy,
                              until_caught_up=True, apply_url=f"mysql://root@127.0.0.1:{slot.target.port}",
                              connect_retry=0, schema=self.schema, on_disagreement="warn",
@@ -446,7 +439,7 @@ class Verification:
         from dumpfilter.master.endpoint import MysqlEndpoint, ReplicaMap
 
         specs = {server.server_id: dataclasses.replace(slot.spec, server_id=server.server_id,
-                                                       rules=slot.master_rules, settings=slot.settings)
+                                                       settings=slot.settings)
                  for slot, server in real}
         endpoint = MysqlEndpoint(master.service, self.mysql_listen, replicas=ReplicaMap(specs, {}))
         for _, server in real:
@@ -471,7 +464,7 @@ class Verification:
         spec = slot.spec
         self.progress(f"slave {spec.name}: comparing")
         result = PairResult(spec.name, spec.server_id, list(spec.rule_text) or spec.rules.option_lines(),
-                            slot.master_rules.option_lines(), NO_REFERENCE, notes=list(slot.notes))
+                            spec.rules.option_lines(), NO_REFERENCE, notes=list(slot.notes))
         if slot.reason is None:
             assert slot.replica is not None  # a slave with a reference has its reference replica (_start_all)
             result.reference = self._reference_outcome(primary, slot.replica)

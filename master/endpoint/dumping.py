@@ -26,6 +26,7 @@ from dumpfilter.errors import (
     StreamReplacedError,
 )
 from dumpfilter.codec.encode import artificial_rotate
+from dumpfilter.codec.rename import PositionKeeper
 from dumpfilter.master.endpoint.dump import DumpRequest, replica_packets
 from dumpfilter.master.endpoint.positions import ReplicaCount, WithoutHeartbeats
 from dumpfilter.master.protocol.commands import (
@@ -33,9 +34,9 @@ from dumpfilter.master.protocol.commands import (
     BINLOG_SEND_ANNOTATE_ROWS_EVENT,
     USE_HEARTBEAT_EVENT_V2,
 )
-from dumpfilter.master.protocol.packets import ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ConnectionClosed, eof_packet
+from dumpfilter.master.protocol.packets import ER_CON_COUNT_ERROR, ER_SERVER_SHUTDOWN, ConnectionClosed, EOF_PACKET
 from dumpfilter.master.service import DumpService
-from dumpfilter.rules.renamer import renames, replica_names
+from dumpfilter.rules.renamer import live_renamer, renames
 
 if TYPE_CHECKING:
     from dumpfilter.master.endpoint.queries import Session
@@ -166,7 +167,9 @@ class Dumping:
         count = ReplicaCount(self.service.binlog_dir, policy, file=file, pos=start[1] if start else 4,
                              gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id,
                              records_gtids=request.server_id in self.reported)
-        names = replica_names(lambda: slave.state if slave is not None else None, file=file, pos=start[1] if start else 4, server_id=facts.server_id)
+        # Its events renamed as its rules (the stream's current ones) rewrite, its position the master's.
+        names = PositionKeeper(live_renamer(lambda: slave.state if slave is not None else None), file=file,
+                               pos=start[1] if start else 4, server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
             batch = first
@@ -178,7 +181,7 @@ class Dumping:
                 if data:
                     send(data)
                 if batch.caught_up and request.flags & BINLOG_DUMP_NON_BLOCK:
-                    send(frame(eof_packet()))
+                    send(frame(EOF_PACKET))
                     self.why = "a non-blocking dump (BINLOG_DUMP_NON_BLOCK) reached the end of the binlog"
                     return
                 batch = next(batches)

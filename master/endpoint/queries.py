@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from dumpfilter import _core
 from dumpfilter.master.protocol.packets import ER_NET_PACKET_TOO_LARGE, ER_NOT_SUPPORTED_YET, ER_PARSE_ERROR, ER_TOO_LONG_IDENT
-from dumpfilter.master.protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, ok_packet, text_result_set
+from dumpfilter.master.protocol.packets import TYPE_LONGLONG, TYPE_VAR_STRING, OK_PACKET, text_result_set
 from dumpfilter.rules.wildcards import like_to_regex
 
 ER_UNKNOWN_SYSTEM_VARIABLE = 1193
@@ -123,13 +123,13 @@ class Session:
         head = text.split(None, 1)[0].upper() if text else ""
         if head == "SET":
             self._set(text[3:])
-            return [ok_packet()]
+            return [OK_PACKET]
         if head == "SELECT":
             return self._select(text[6:].strip())
         if head == "SHOW":
             return self._show(text[4:].strip())
         if head in ("BEGIN", "COMMIT", "ROLLBACK", "USE", "DO"):
-            return [ok_packet()]
+            return [OK_PACKET]
         shown = text if len(text) <= 200 else text[:200] + "..."
         raise QueryError(ER_NOT_SUPPORTED_YET, "This version of MySQL doesn't yet support this statement: dumpfilter's "
                          f"replication endpoint answers only what a replica asks when it connects ({shown!r})")

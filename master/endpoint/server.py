@@ -62,7 +62,7 @@ from dumpfilter.master.protocol.packets import (
     ProtocolError,
     ReadTimeout,
     err_packet,
-    ok_packet,
+    OK_PACKET,
 )
 from dumpfilter.master.endpoint.queries import QueryError, ServerFacts, Session
 from dumpfilter.master.endpoint.replicas import ReplicaMap
@@ -91,14 +91,13 @@ class MysqlEndpoint:
     """A running MySQL-protocol endpoint over a DumpService."""
 
     def __init__(self, service: DumpService, listen: str = "127.0.0.1:0", *, replicas: ReplicaMap | None = None,
-                 send_timeout: float = SEND_TIMEOUT, limits: EndpointLimits | None = None,
+                 limits: EndpointLimits | None = None,
                  tls: EndpointTls | None = None, rsa_keys: RsaKeys | None = None):
         host, port = parse_listen(listen)
         self.service = service
         self.tls = tls or EndpointTls()
         self.auth = Authenticator(rsa_keys or RsaKeys())
         self.replicas = replicas or ReplicaMap({}, {})
-        self.send_timeout = send_timeout
         self.limits = limits or EndpointLimits()
         self.admission = Admission(self.limits, service.policy)
         self.problems = ProblemLog(log, "refused or broken connections")
@@ -217,7 +216,7 @@ class _Connection(Dumping):
             endpoint.connections.add(self)
         try:
             self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.sock.settimeout(endpoint.send_timeout)
+            self.sock.settimeout(SEND_TIMEOUT)
             try:
                 evicted = endpoint.admission.enter_handshake(self.host, self.close)
             except Refused as exc:
@@ -242,7 +241,7 @@ class _Connection(Dumping):
                                               exc, endpoint.limits.max_connections)
                     self._error(exc.errno, str(exc))
                     return
-                self.stream.write(ok_packet())
+                self.stream.write(OK_PACKET)
                 log.info("mysql connection %s from %s: user %r authenticated (%s%s)", self.id, self.peer, self.user,
                          self.auth_path, f", TLS {self.cipher}" if self.cipher else "")
                 self._commands()
@@ -347,7 +346,7 @@ class _Connection(Dumping):
         try:
             wrapped.settimeout(max(0.001, deadline - time.monotonic()))
             wrapped.do_handshake()
-            wrapped.settimeout(self.endpoint.send_timeout)
+            wrapped.settimeout(SEND_TIMEOUT)
         except TimeoutError:
             raise ReadTimeout("no TLS handshake before the deadline") from None
         except (ssl.SSLError, OSError) as exc:
@@ -387,7 +386,7 @@ class _Connection(Dumping):
                 if command == COM_QUERY:
                     self._query(body)
                 elif command in (COM_PING, COM_INIT_DB):
-                    self.stream.write(ok_packet())
+                    self.stream.write(OK_PACKET)
                 elif command == COM_REGISTER_SLAVE:
                     self._register(body)
                 elif command == COM_BINLOG_DUMP:
@@ -452,7 +451,7 @@ class _Connection(Dumping):
             self._error(code_for(exc), str(exc))
             return
         self.reported.add(reg.server_id)
-        self.stream.write(ok_packet())
+        self.stream.write(OK_PACKET)
 
     def _registration(self, server_id: int, host: str) -> None:
         """Register the replica with the dump service, unless this identity already registered

@@ -130,12 +130,9 @@ class Reader:
 
 # -- generic response packets ------------------------------------------------------------------
 
-def ok_packet(affected: int = 0, insert_id: int = 0, status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> bytes:
-    return b"\x00" + encode_lenenc(affected) + encode_lenenc(insert_id) + struct.pack("<HH", status, warnings)
-
-
-def eof_packet(status: int = SERVER_STATUS_AUTOCOMMIT, warnings: int = 0) -> bytes:
-    return b"\xfe" + struct.pack("<HH", warnings, status)
+# OK: no rows affected, no insert id, autocommit, no warnings; EOF: no warnings, autocommit.
+OK_PACKET = b"\x00\x00\x00" + struct.pack("<HH", SERVER_STATUS_AUTOCOMMIT, 0)
+EOF_PACKET = b"\xfe" + struct.pack("<HH", 0, SERVER_STATUS_AUTOCOMMIT)
 
 
 # The endpoint's MySQL error codes whose SQLSTATE is not HY000, each with the one MySQL's error list
@@ -166,10 +163,10 @@ def text_result_set(columns: Sequence[tuple[str, int]], rows: Sequence[Sequence[
     did not get CLIENT_DEPRECATE_EOF, so both EOF packets are sent."""
     packets = [encode_lenenc(len(columns))]
     packets += [column_definition(name, kind) for name, kind in columns]
-    packets.append(eof_packet())
+    packets.append(EOF_PACKET)
     for row in rows:
         packets.append(b"".join(b"\xfb" if value is None else lenenc_str(str(value)) for value in row))
-    packets.append(eof_packet())
+    packets.append(EOF_PACKET)
     return packets
 
 

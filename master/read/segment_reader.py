@@ -52,7 +52,7 @@ class _Opener(TailingReader):
 
     def __init__(self, cache: SegmentCache, file: str, pos: int) -> None:
         self._names = cache.file_names
-        super().__init__(cache.directory, file, pos, follow=False, verify_checksums=cache.verify_checksums)
+        super().__init__(cache.directory, file, pos, verify_checksums=cache.verify_checksums)
 
     def files(self) -> Listing:
         return self._names()

@@ -11,7 +11,7 @@ from dumpfilter.binlogs.written import WrittenEnd
 
 
 def _ends(path):
-    return [e.end_pos for _, e in TailingReader(path.parent, path.name, follow=False)]
+    return [e.end_pos for _, e in TailingReader(path.parent, path.name)]
 
 
 @pytest.mark.parametrize("chunk", [written.CHUNK, 64])  # 64: every event larger than a chunk is stepped over

@@ -42,7 +42,7 @@ def expected_units(binlog_dir, rules: RuleSet, policy: str):
         return new, table, changed
 
     out = []
-    events = [e for _, e in TailingReader(binlog_dir, follow=False)]
+    events = [e for _, e in TailingReader(binlog_dir)]
     for txn in group_transactions(events):
         if txn.kind == "control":
             continue
@@ -159,7 +159,7 @@ def test_change_filter_takes_effect_at_a_transaction_boundary(binlog_copy, maste
     with the new ones, and the position is a transaction boundary."""
     files = sorted(binlog_copy.glob("master-bin.0*"))
     boundaries = {4}
-    for txn in group_transactions([e for _, e in TailingReader(binlog_copy, follow=False)]):
+    for txn in group_transactions([e for _, e in TailingReader(binlog_copy)]):
         boundaries.add(txn.events[-1].end_pos)
     later = tmp_path / "later"
     later.mkdir()
@@ -209,13 +209,13 @@ def test_mysql_gtids_with_skipped_ddl(tmp_path, master_factory, policy):
     master, address = master_factory(binlog_dir)
     run_slave(address, tmp_path / "relay", 21, rules=rules, skip_policy=policy)
     assert relay_units(tmp_path / "relay") == expected_units(binlog_dir, rules, policy)
-    events = [e for _, e in TailingReader(tmp_path / "relay", follow=False)]
+    events = [e for _, e in TailingReader(tmp_path / "relay")]
     units = [u for u in group_transactions(events) if u.gtid_event is not None]
     assert units and all(u.complete for u in units)
     assert all(u.gtid_event.gtid_info.transaction_length == u.size for u in units)
     if policy != "heartbeat":
         # every GTID of the source reaches the slave
-        source = [u.gtid for u in group_transactions(e for _, e in TailingReader(binlog_dir, follow=False))
+        source = [u.gtid for u in group_transactions(e for _, e in TailingReader(binlog_dir))
                   if u.gtid_event is not None]
         assert [u.gtid for u in units] == source
 
@@ -231,11 +231,11 @@ def test_effective_slave_applies_wl2516_rewrite_to_table_maps(workload_dir, mast
     settings = Settings(semantics="effective")
     master, address = master_factory(workload_dir)
     run_slave(address, tmp_path / "relay", 21, rules=rules, settings=settings)
-    relayed = [e for _, e in TailingReader(tmp_path / "relay", follow=False)]
+    relayed = [e for _, e in TailingReader(tmp_path / "relay")]
     relay_maps = [e.table_map[1:] for e in relayed if e.type_code == EventType.TABLE_MAP]
     engine = RuleEngine(rules, settings)
     tf = TransactionFilter(engine, empty_transactions=KEEP)
-    source = [e for _, e in TailingReader(workload_dir, follow=False)]
+    source = [e for _, e in TailingReader(workload_dir)]
     kept_maps = []
     for txn in group_transactions(source):
         if txn.kind != "control":

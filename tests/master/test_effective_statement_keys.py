@@ -177,7 +177,7 @@ def test_effective_slave_over_grpc_by_key_writes_the_per_statement_relay_log(mix
     assert (slave.engine.counters, slave.engine.assumed) == (slave2.engine.counters, slave2.engine.assumed)
     if n == 0:
         # The cross-database statements went by their effective object, not the USE database.
-        texts = [e.sql for _, e in TailingReader(tmp_path / "keys", follow=False) if e.is_query]
+        texts = [e.sql for _, e in TailingReader(tmp_path / "keys") if e.is_query]
         assert any(t.startswith("INSERT INTO sbtest1.t2") for t in texts)
         assert not any(t.startswith("UPDATE other.u") for t in texts)
 

@@ -105,7 +105,7 @@ def test_policy_keeps_a_slave_inside_its_schemas(workload_dir, master_factory, t
     # It asks for db1 and db2 entirely; the policy allows db2 and only db1.t1.
     run_slave(address, relay, 41, rules=RuleSet(wild_do_table=("db1.%", "db2.%")), user="ana", password="pw")
     seen = set()
-    for _, e in TailingReader(relay, follow=False):
+    for _, e in TailingReader(relay):
         if e.type_code == EventType.TABLE_MAP:
             seen.add(e.table_map[1] + "." + e.table_map[2])
         elif e.is_query:
@@ -188,7 +188,7 @@ def test_without_master_checksum_verification_the_receiving_slave_catches_a_bad_
     to the end, and one that receives it refuses it (its receiver checks every CRC)."""
     target = binlog_copy / "master-bin.000003"
     data = bytearray(target.read_bytes())
-    reader = TailingReader(binlog_copy, "master-bin.000003", follow=False)
+    reader = TailingReader(binlog_copy, "master-bin.000003")
     names, victim = {}, None
     for name, event in reader:
         if name != "master-bin.000003":

@@ -474,7 +474,7 @@ def mysql_row_workload(tmp_path_factory) -> Path:
 def test_fast_path_with_a_mysql_gtid_start(mysql_row_workload, upto):
     """The same for a MySQL GTID set: MySQL ROW units are fast units, and segments holding GTIDs
     in the slave's set go unit by unit."""
-    first = next(e for _, e in TailingReader(mysql_row_workload, follow=False) if e.type_code == EventType.GTID)
+    first = next(e for _, e in TailingReader(mysql_row_workload) if e.type_code == EventType.GTID)
     source = first.gtid_info.source
     state = f"{source}:1-{upto}" if upto else f"{source}:5:9-12"
     regs = [Registration(server_id=1, filters=(ChannelSpec(None, RuleSet(do_db=("db1",))),)),

@@ -36,7 +36,7 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 def _unit_ends(binlog_dir) -> set[tuple[str, int]]:
     """Every (file, offset) where a transaction (or control event) of the binlog ends."""
     per_file = defaultdict(list)
-    for name, event in TailingReader(binlog_dir, follow=False):
+    for name, event in TailingReader(binlog_dir):
         per_file[name].append(event)
     return {(name, unit.events[-1].end_pos) for name, events in per_file.items() for unit in group_transactions(events)}
 

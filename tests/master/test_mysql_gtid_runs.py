@@ -51,7 +51,7 @@ def _binlog(tmp_path: Path, gtids: list[tuple[int, int]]) -> Path:
 
 def _file_gtids(directory: Path) -> list[tuple[str, str, int]]:
     """The GTIDs of the file's complete transactions, as the codec reads each GTID event."""
-    events = (e for _, e in TailingReader(directory, follow=False))
+    events = (e for _, e in TailingReader(directory))
     out = []
     for unit in group_transactions(events):
         info = unit.gtid_event.gtid_info if unit.gtid_event is not None else None

@@ -1,5 +1,5 @@
 """A binlog file that ends inside an event header (a live server caught mid-write, 1-18 bytes of
-the header there) is "not yet written": the tailing reader and the master wait for the rest, and
+the header there) is "not yet written": the master waits for the rest, and
 nothing is lost or duplicated once it is written. A Rotate naming a path is refused."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import grpc
 import pytest
 
 from dumpfilter.codec.constants import HEADER_LEN
-from dumpfilter.errors import BinlogError
+from dumpfilter.errors import BinlogError, TruncatedBinlogError
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
@@ -18,30 +18,19 @@ pytestmark = [pytest.mark.grpc, pytest.mark.timeout(120)]
 
 
 def _boundaries(path):
-    return [e.pos for name, e in TailingReader(path.parent, path.name, follow=False) if name == path.name]
+    return [e.pos for name, e in TailingReader(path.parent, path.name) if name == path.name]
 
 
 @pytest.mark.parametrize("partial", [1, 4, 5, 12, 13, 16, 17, 18])
-def test_tailing_reader_waits_for_a_partly_written_header(binlog_copy, partial):
+def test_a_partly_written_header_is_at_an_event_boundary(binlog_copy, partial):
     last = binlog_copy / "master-bin.000008"
     data = last.read_bytes()
     cut = _boundaries(last)[-3]  # the third event from the end of the file
     last.write_bytes(data[: cut + partial])
-    seen, sleeps = [], []
-
-    def sleep(_):
-        sleeps.append(1)
-        if len(sleeps) == 1:
-            last.write_bytes(data)  # the server finishes writing
-        elif len(sleeps) > 3:
-            reader.stop()
-
-    reader = TailingReader(binlog_copy, last.name, cut, follow=True, sleep=sleep)
-    for _, event in reader:
-        seen.append(event.raw)
-    assert sleeps
-    full = [e.raw for name, e in TailingReader(binlog_copy, last.name, cut, follow=False)]
-    assert seen == full and len(full) == 3
+    with pytest.raises(TruncatedBinlogError):  # the start is accepted; the reader ends inside an event
+        list(TailingReader(binlog_copy, last.name, cut))
+    last.write_bytes(data)  # the server finishes writing
+    assert len(list(TailingReader(binlog_copy, last.name, cut))) == 3
 
 
 @pytest.mark.parametrize("partial", [1, 9, 18])
@@ -77,10 +66,10 @@ def test_garbage_at_the_end_is_still_not_an_event_boundary(binlog_copy, master_f
     bogus = struct.pack("<IBII", 0, 2, 1, 5)  # event_size 5 < 19
     last.write_bytes(data[:cut] + bogus)
     with pytest.raises(Exception, match="not at an event boundary"):
-        list(TailingReader(binlog_copy, last.name, cut, follow=False))
+        list(TailingReader(binlog_copy, last.name, cut))
     last.write_bytes(data[:cut] + data[cut:cut + HEADER_LEN - 2][:13] + b"\xff\xff\xff\xff")  # log_pos wrong
     with pytest.raises(Exception, match="not at an event boundary"):
-        list(TailingReader(binlog_copy, last.name, cut, follow=False))
+        list(TailingReader(binlog_copy, last.name, cut))
 
 
 def test_rotate_naming_a_path_is_refused(binlog_copy):
@@ -151,7 +140,7 @@ def test_until_caught_up_returns_at_the_last_complete_event(binlog_copy, master_
 
     last = binlog_copy / "master-bin.000008"
     data = last.read_bytes()
-    units = [u for u in group_transactions([e for _, e in TailingReader(binlog_copy, last.name, follow=False)])
+    units = [u for u in group_transactions([e for _, e in TailingReader(binlog_copy, last.name)])
              if u.kind != "control"]
     boundary = units[-1].events[0].pos  # where the file's last transaction starts
     assert units[-1].events[-1].end_pos == len(data)

@@ -68,7 +68,7 @@ def _stream(directory: Path, relay: Path, policy: MasterPolicy | None, server_id
 
 def _statements(relay: Path) -> list[tuple[str, str]]:
     """(default database, text) of every Query a slave received but the framing ones."""
-    return [(e.query.db, e.sql) for _, e in TailingReader(relay, follow=False)
+    return [(e.query.db, e.sql) for _, e in TailingReader(relay)
             if e.type_code == EventType.QUERY and not framing_statement(e.sql)]
 
 
@@ -143,7 +143,7 @@ def test_a_row_gate_sends_no_table_it_forbids(shared_fixtures, tmp_path):
     """MySQL 5.7's ROW binlog of four schemas under allow = auth.%: only `auth` Table_maps arrive."""
     directory = _binlog_dir(shared_fixtures, tmp_path, ("mysql-bin.checksum-crc32",))
     _stream(directory, tmp_path / "gated", _policy("auth.%"))
-    maps = {e.table_map[1] for _, e in TailingReader(tmp_path / "gated", follow=False)
+    maps = {e.table_map[1] for _, e in TailingReader(tmp_path / "gated")
             if e.type_code == EventType.TABLE_MAP}
     assert maps == {"auth"}
 

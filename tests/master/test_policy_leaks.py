@@ -87,7 +87,7 @@ def _cli(*argv: str) -> subprocess.CompletedProcess:
 def _received(relay_dir: Path) -> tuple[list, list[str], set]:
     """(raw events, statement texts, Table_map (db, table)) of a slave's relay log."""
     raws, texts, tables = [], [], set()
-    for _, event in TailingReader(relay_dir, follow=False):
+    for _, event in TailingReader(relay_dir):
         if event.type_code == EventType.FORMAT_DESCRIPTION:
             continue
         raws.append(event.raw)

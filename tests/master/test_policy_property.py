@@ -93,7 +93,7 @@ def test_nothing_forbidden_reaches_the_identitys_stream(drawn_list):
         for drawn in drawn_list:
             by_text.setdefault(drawn.sql, []).append(drawn)
         received = 0
-        for _, event in TailingReader(tmp / "relay", follow=False):
+        for _, event in TailingReader(tmp / "relay"):
             assert b"pw-" not in event.raw, event
             if event.type_code == EventType.TABLE_MAP:
                 assert event.table_map[1] == ALLOWED_DB, event.table_map
@@ -127,5 +127,5 @@ def test_a_statement_the_bound_cannot_analyse_is_not_sent_and_is_counted(tmp_pat
                                         {"slave": "6", "filter_name": "MASTER_POLICY_UNANALYSED"}) == 1
     finally:
         master.stop(grace=1.0)
-    texts = [e.sql for _, e in TailingReader(tmp_path / "relay", follow=False) if e.type_code == EventType.QUERY]
+    texts = [e.sql for _, e in TailingReader(tmp_path / "relay") if e.type_code == EventType.QUERY]
     assert "INSERT INTO t1 VALUES (1, 'ok-1')" in texts and unreadable not in texts

@@ -31,7 +31,7 @@ def _plan(binlog_dir):
     """(cut, [ends of SKIPPED_RUN skipped transactions], end of the kept one after them) in the
     last file, as the offline filter decides for do-db db1."""
     tf = TransactionFilter(RuleEngine(RuleSet(do_db=("db1",)), Settings()), empty_transactions=KEEP)
-    events = [e for name, e in TailingReader(binlog_dir, LAST, follow=False) if name == LAST]
+    events = [e for name, e in TailingReader(binlog_dir, LAST) if name == LAST]
     txns = [t for t in group_transactions(events) if t.kind != "control"]
     kept = [tf.filter(t).outcome == KEPT for t in txns]
     for i in range(len(txns) - SKIPPED_RUN):

@@ -17,7 +17,8 @@ from dumpfilter.master.endpoint.positions import ReplicaCount
 from dumpfilter.master.protocol.packets import PacketStream
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.service import DumpService
-from dumpfilter.rules.renamer import replica_names
+from dumpfilter.codec.rename import PositionKeeper
+from dumpfilter.rules.renamer import live_renamer
 from dumpfilter.rules.ruleset import RuleSet
 from dumpfilter.workload.generator import FLAVORS, FORMATS, WorkloadSpec, generate
 
@@ -33,7 +34,7 @@ class _Replica:
         self.stream = PacketStream(None)  # type: ignore[arg-type]  # framing only: nothing is sent
         self.count = ReplicaCount(directory, skip_policy.named(skip_policy.DEFAULT), file=first, pos=4,
                                   gtid_state=None, fmt=fmt, server_id=9)
-        self.names = replica_names(lambda: None, file=first, pos=4, server_id=9)
+        self.names = PositionKeeper(live_renamer(lambda: None), file=first, pos=4, server_id=9)
 
     def per_event(self, batch, annotate: bool, fmt) -> bytes:
         return b"".join(self.stream.frame(b"\x00" + e.raw) for e in self.count.events(batch, self.names.events(

@@ -35,7 +35,7 @@ def _metric(url: str, name: str) -> float:
 
 def _ends_whole(local, name: str) -> bool:
     """The file ends where a transaction ends: no torn event, no partial transaction."""
-    ends = [txn.events[-1].end_pos for txn in group_transactions(e for _, e in TailingReader(local, follow=False))]
+    ends = [txn.events[-1].end_pos for txn in group_transactions(e for _, e in TailingReader(local))]
     return bool(ends) and (local / name).stat().st_size == ends[-1]
 
 

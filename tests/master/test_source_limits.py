@@ -55,7 +55,7 @@ def test_a_series_that_cannot_grow_ends_at_its_last_whole_transaction(primary, t
                 break
         line = seen[-1]
         assert f"{start}" in line and "File too large" in line and "whole transaction" in line, seen
-        ends = [e.end_pos for txn in group_transactions(e for _, e in TailingReader(local, follow=False))
+        ends = [e.end_pos for txn in group_transactions(e for _, e in TailingReader(local))
                 for e in txn.events[-1:]]
         size = (local / start).stat().st_size
         ours_before = (local / start).read_bytes()[:size]

@@ -30,7 +30,7 @@ def _cut_before_last_transaction(directory):
     """The series' one file, cut before its last transaction's GTID; the bytes cut away."""
     path = next(p for p in sorted(directory.iterdir()) if p.name.endswith(".000001"))
     data = path.read_bytes()
-    gtids = [e.pos for _, e in TailingReader(directory, path.name, follow=False)
+    gtids = [e.pos for _, e in TailingReader(directory, path.name)
              if e.type_code == EventType.MARIADB_GTID]
     path.write_bytes(data[: gtids[-1]])
     return path, data[gtids[-1]:], len(data)

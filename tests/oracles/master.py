@@ -13,12 +13,14 @@ from dumpfilter.master.read.units import Pos, Segment, Unit, unit_end
 from dumpfilter.master.service import DumpService
 
 
-class _AtEnd(Exception):
-    """Raised from the TailingReader's sleep hook: the reader reached what is written so far."""
+class _Reader(TailingReader):
+    """A TailingReader for which an event partly written at the end of the last file is not yet
+    written (as for the master's SegmentReader), not a truncated file."""
 
-
-def _at_end(_seconds: float) -> None:
-    raise _AtEnd
+    def open_at(self, f, path, start):
+        splitter = super().open_at(f, path, start)
+        splitter.close = lambda: None
+        return splitter
 
 
 class ReferenceSegmentCache(SegmentCache):
@@ -34,8 +36,7 @@ class ReferenceSegmentCache(SegmentCache):
 
     def _read_reference(self, start: Pos) -> Segment:
         file, pos = start
-        reader = TailingReader(self.directory, file, pos, follow=True, sleep=_at_end,
-                               verify_checksums=self.verify_checksums)
+        reader = _Reader(self.directory, file, pos, verify_checksums=self.verify_checksums)
         grouper = TransactionGrouper()
         units: list[Unit] = []
         size = 0
@@ -50,8 +51,8 @@ class ReferenceSegmentCache(SegmentCache):
                     size += txn.size
                 if size >= self.segment_bytes and grouper.current is None:
                     break
-        except _AtEnd:
-            at_end = True
+            else:  # the reader reached what is written so far
+                at_end = True
         except PositionError:
             if units:  # a later file vanished under us: serve what we have
                 at_end = True

@@ -110,7 +110,7 @@ def test_master_and_slave_with_the_same_rewrite_rewrite_once(tmp_path, master_fa
                                          ("replicate-rewrite-db", "db2->db3")]).global_rules
     run_slave(address, tmp_path / "relay", 11, rules=rules)
     maps, defaults = set(), set()
-    for _, event in TailingReader(tmp_path / "relay", follow=False):
+    for _, event in TailingReader(tmp_path / "relay"):
         if event.type_code == EventType.TABLE_MAP:
             maps.add(event.table_map[1])
         elif event.is_query and event.db:

@@ -185,7 +185,7 @@ def test_mysql_placeholder_units_are_relayed_by_the_run(master_factory, tmp_path
     # by the run once the slave's rules keep each of its tables.
     assert by_python == [], [[e.type_code for e in u.events] for u in by_python[:3]]
     assert relay_units(tmp_path / "relay") == expected_units(binlog, rules, "placeholder")
-    units = [u for u in group_transactions(e for _, e in TailingReader(tmp_path / "relay", follow=False))
+    units = [u for u in group_transactions(e for _, e in TailingReader(tmp_path / "relay"))
              if u.gtid_event is not None]
     assert units and all(u.gtid_event.gtid_info.transaction_length == u.size for u in units)
 

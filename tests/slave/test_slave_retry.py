@@ -157,7 +157,7 @@ def test_relay_log_that_cannot_grow_is_a_clear_error_and_resumes_once_space_is_f
     info = json.loads((relay / "relay-log.info").read_text())
     # What is on disk up to the committed point reads back whole; the run without the limit
     # cuts the rest away and resumes.
-    committed = [e for _, e in TailingReader(relay, follow=False, start_pos=4)
+    committed = [e for _, e in TailingReader(relay, start_pos=4)
                  if e.end_pos <= info["relay_pos"]] if info.get("relay_file") else []
     assert committed
     again = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=PROJECT_ROOT)

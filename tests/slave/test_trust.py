@@ -55,7 +55,7 @@ def _schema_case(directory: Path) -> tuple[Path, SchemaModel]:
 
 
 def _relayed(relay_dir: Path) -> list[str]:
-    return [e.sql for _, e in TailingReader(relay_dir, follow=False) if e.is_query]
+    return [e.sql for _, e in TailingReader(relay_dir) if e.is_query]
 
 
 def _slave(address: str, relay: Path, rules: RuleSet, *, fast: bool = True, register_rules: RuleSet | None = None,

@@ -21,7 +21,7 @@ def run_slave(address: str, relay_dir: Path, server_id: int, after_unit=None, **
 
 def relay_units(relay_dir: Path):
     """The transactions in a slave's relay log, as tuples of raw event bytes (FDEs left out)."""
-    events = [e for _, e in TailingReader(relay_dir, follow=False)]
+    events = [e for _, e in TailingReader(relay_dir)]
     return [tuple(e.raw for e in txn.events) for txn in group_transactions(events) if txn.kind != "control"]
 
 

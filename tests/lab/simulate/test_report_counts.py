@@ -42,7 +42,7 @@ def test_without_filtering_is_every_event_of_the_master_binlog(default_run):
     files = binlog_paths(directory)
     # Every byte of every file except the 4-byte magic number, and every event, went out once.
     assert everything == sum(p.stat().st_size - 4 for p in files)
-    events = sum(1 for _ in TailingReader(directory, follow=False))
+    events = sum(1 for _ in TailingReader(directory))
     assert capture.events[("(everything)", "heartbeat")] == events
     for row in result.report["slaves"]:
         assert row["bytes_all"] == everything
@@ -56,12 +56,12 @@ def test_heartbeat_slave_relay_log_holds_the_kept_bytes(default_run):
     stream = next(s for s in result.streams if s.plan.label == "reporting" and s.plan.skip_policy == "heartbeat")
     from dumpfilter.codec import group_transactions
 
-    events = [e for _, e in TailingReader(stream.plan.relay_dir, follow=False)]
+    events = [e for _, e in TailingReader(stream.plan.relay_dir)]
     relay_txn_bytes = sum(t.size for t in group_transactions(events) if t.kind != "control")
     row = next(r for r in result.report["slaves"] if r["slave"] == "reporting")
     control_bytes = row["kept_bytes"] - relay_txn_bytes
     # what the relay lacks is the master's control events (FDE, Gtid_list, checkpoints, Rotate)
     master_control = sum(t.size for t in group_transactions(
-        e for _, e in TailingReader(result.report["source"]["directory"], follow=False)) if t.kind == "control")
+        e for _, e in TailingReader(result.report["source"]["directory"])) if t.kind == "control")
     assert control_bytes == master_control
     assert relay_txn_bytes > 0

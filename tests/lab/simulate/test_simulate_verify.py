@@ -108,7 +108,7 @@ skip_policies = []
 def _cross_db_gtids(binlog_dir) -> set[str]:
     """GTIDs of transactions with a statement that changes a table outside its default database."""
     out = set()
-    for txn in group_transactions(e for _, e in TailingReader(binlog_dir, follow=False)):
+    for txn in group_transactions(e for _, e in TailingReader(binlog_dir)):
         for event in txn.events:
             if event.type_code == EventType.QUERY and event.db:
                 info = statement_tables(event.sql, event.db)
