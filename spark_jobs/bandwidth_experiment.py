@@ -451,7 +451,6 @@ def write_breakdowns(hours: list[dict[str, Any]], tables: list[dict[str, Any]], 
 
 
 def print_table(rows: list[dict[str, Any]], out: TextIO | None = None) -> None:
-    out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     print(f"{'slave':<16} {'policy':<18} {'MB all':>9} {'MB sent':>9} {'saving':>8} {'events sent':>12}", file=out)
     for row in rows:
         print(f"{row['slave']:<16} {row['skip_policy']:<18} {row['bytes_all'] / 1e6:>9.2f} "
@@ -466,7 +465,6 @@ def chunk_bytes_for(given: int | None, *, spark: bool) -> int | None:
 
 
 def print_ranking(ranked: list[dict[str, Any]], out: TextIO | None = None) -> None:
-    out = out or sys.stdout
     print(f"{'rank':>4} {'candidate':<16} {'MB sent':>9} {'saving':>8}  lint", file=out)
     for row in ranked:
         print(f"{row['rank']:>4} {row['candidate']:<16} {row['bytes_sent'] / 1e6:>9.2f} {row['saving_pct']:>7.1f}%  "

@@ -173,7 +173,6 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
 
 
 def print_summary(outputs: list[OutputSummary], out: TextIO | None = None) -> None:
-    out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     for s in outputs:
         print(f"{s.name}-bin: {len(s.files)} file(s), {s.units} unit(s), {s.bytes} bytes", file=out)
 
