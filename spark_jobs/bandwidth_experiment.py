@@ -156,7 +156,7 @@ def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
 
 
 def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[SlaveCounts], tables: Tables,
-               statements: Statements | None = None) -> list[dict[str, Any]]:
+               statements: Statements) -> list[dict[str, Any]]:
     """One row per slave and table, the largest first: the bytes in the binlog that write the
     table, and those sent to the slave; then UNATTRIBUTED (the statements that update no table
     the parser names: SET, database statements, what it cannot parse) and one row for the rest
@@ -181,7 +181,6 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.statement_info import StatementInfo
 
-    statements = statements or {}
     all_bytes: dict[TableName, int] = {t: b for t, b in tables.items() if t not in (FRAMING, OTHER) and len(t) == 2}
     # (ENVELOPE, table, group)
     envelopes: dict[tuple[str, TableName, StatementGroup | None], int] = {t: b for t, b in tables.items() if len(t) == 3}
