@@ -64,7 +64,7 @@ def main() -> None:
     getattr(lazy_sqlglot.sqlglot, "__version__", None)
     for k in range(args.passes):
         cache = SegmentCache(args.dir)
-        board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
+        board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), None, cache)  # type: ignore[arg-type]
         board.add(parse_topology(candidates_toml()), None, from_start=True)
         spent[0] = 0.0
         started = time.process_time()

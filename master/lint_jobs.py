@@ -181,12 +181,10 @@ def warning_lines(breaks: list[Break], found: int, start: int = 0) -> list[str]:
 class LintJobs:
     """Lint for one master: a follower per registered rule set and the slaves that share it."""
 
-    def __init__(self, binlog_dir: Path, max_bytes: int = LINT_MAX_BYTES, schema: SchemaModel | None = None,
-                 verify_checksums: bool = True):
+    def __init__(self, binlog_dir: Path, max_bytes: int = LINT_MAX_BYTES, schema: SchemaModel | None = None):
         self.binlog_dir = Path(binlog_dir)
         self.max_bytes = max_bytes
         self.schema = schema
-        self.verify_checksums = verify_checksums
         self.checkpoint_bytes = CHECKPOINT_BYTES  # read between a rule set's checkpoints (binlogs.lint_worker)
         self.lock = threading.Lock()
         self.followers: dict[FollowerKey, _Follower] = {}  # by (rules, settings, replica schema)
@@ -245,8 +243,8 @@ class LintJobs:
                 return []
             if follower is not None:  # not run or failed before: tried again
                 self._unfollow(follower)
-            follower = self.followers[key] = _Follower(key, (rules, settings, self.schema, replica_schema,
-                                                             self.verify_checksums), account)
+            follower = self.followers[key] = _Follower(key, (rules, settings, self.schema, replica_schema, True),
+                                                       account)
             why = self._start(follower, check)
             if why:
                 follower.state, follower.reason = NOT_RUN, why

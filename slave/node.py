@@ -66,12 +66,10 @@ class RelayLogError(ExternalError):
     committed batch is kept: the next start cuts the relay log back to relay-log.info."""
 
 
-def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner | None = None) -> UnitScan:
+def scan_batch(blob: bytes, fmt: FormatDescription | None, scanner: Scanner) -> UnitScan:
     """A DumpBatch through the compiled scanner: every event bounds- and CRC-checked, grouped
     into units; each is self-delimiting, and an FDE changes the format of those after it. A
     batch that is not whole events, or a bad CRC, raises with its offset in the batch."""
-    if scanner is None:
-        scanner = Scanner("<stream>")
     if not scanner.core.has_format and fmt is not None:
         scanner.load_format(fmt.raw)
     scan = scanner.units(blob, 0, 0, at_eof=True)

@@ -49,13 +49,13 @@ Counted = Callable[[int], None]
 
 
 def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gates: Sequence[Gate | None] | None = None,
-                      *, verify_checksums: bool = True, counted: Counted | None = None) -> list[ChunkCounts]:
+                      *, counted: Counted | None = None) -> list[ChunkCounts]:
     """Every slave's counts per chunk, in this process (`gates`: each slave's master-policy gate,
     `dumpfilter.topology.slave_gates`; None: none); `counted` told after each chunk."""
     parts: list[ChunkCounts] = []
     done = 0
     for chunk in chunks:
-        parts += count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
+        parts += count_chunk(chunk, slaves, gates)
         if counted is not None:
             done += chunk.size
             counted(done)
@@ -63,8 +63,7 @@ def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gate
 
 
 def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
-                      gates: Sequence[Gate | None] | None = None, *, verify_checksums: bool = True,
-                      counted: Counted | None = None) -> list[ChunkCounts]:
+                      gates: Sequence[Gate | None] | None = None, *, counted: Counted | None = None) -> list[ChunkCounts]:
     """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
     (`balanced_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
     the counts travel to the driver. `counted` is told the bytes of the tasks done
@@ -79,7 +78,7 @@ def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequ
     def count(parts: Iterable[list[Chunk]]) -> Iterator[ChunkCounts]:
         for part in parts:
             for chunk in part:
-                yield from count_chunk(chunk, slaves, gates, verify_checksums=verify_checksums)
+                yield from count_chunk(chunk, slaves, gates)
 
     job = sc.parallelize(groups, len(groups)).mapPartitions(count)
     if counted is None:
@@ -157,7 +156,7 @@ def hour_rows(names: list[str], hours: dict[str, dict[int, list[int]]],
 
 
 def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[SlaveCounts], tables: Tables,
-               statements: Statements | None = None) -> list[dict[str, Any]]:
+               statements: Statements) -> list[dict[str, Any]]:
     """One row per slave and table, the largest first: the bytes in the binlog that write the
     table, and those sent to the slave; then UNATTRIBUTED (the statements that update no table
     the parser names: SET, database statements, what it cannot parse) and one row for the rest
@@ -182,7 +181,6 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
     from dumpfilter.rules.evaluate import RuleEngine
     from dumpfilter.rules.statement_info import StatementInfo
 
-    statements = statements or {}
     all_bytes: dict[TableName, int] = {t: b for t, b in tables.items() if t not in (FRAMING, OTHER) and len(t) == 2}
     # (ENVELOPE, table, group)
     envelopes: dict[tuple[str, TableName, StatementGroup | None], int] = {t: b for t, b in tables.items() if len(t) == 3}
@@ -290,8 +288,8 @@ CANDIDATE_COLUMNS = ["rank", "candidate", "skip_policy", "rules", "bytes_all", "
 
 def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology: Topology, out: Path, *,
                    spark: SparkSession | None = None, fmt: str = "csv",
-                   chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, verify_checksums: bool = True,
-                   candidates: Topology | None = None, lint_max_mb: float = LINT_MAX_MB,
+                   chunk_bytes: int | None = DEFAULT_CHUNK_BYTES, candidates: Topology | None = None,
+                   lint_max_mb: float = LINT_MAX_MB,
                    ranking: list[dict[str, Any]] | None = None,
                    charts: bool = True, progress: Callable[[int, int], None] | None = None,
                    cuts: list[CutEventError] | None = None) -> tuple[list[dict[str, Any]], list[Path]]:
@@ -332,10 +330,9 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
             progress(done, total)
 
     if spark is None:
-        parts = count_parts_local(chunks, every, every_gates, verify_checksums=verify_checksums, counted=counted)
+        parts = count_parts_local(chunks, every, every_gates, counted=counted)
     else:
-        parts = count_parts_spark(spark, chunks, every, every_gates, verify_checksums=verify_checksums,
-                                  counted=counted)
+        parts = count_parts_spark(spark, chunks, every, every_gates, counted=counted)
     cut = min((p for p in parts if p.cut is not None), key=lambda p: p.file_index, default=None)
     if cut is not None:
         assert cut.cut is not None
@@ -360,8 +357,7 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
                                          merge_statements(parts)), out, fmt,
                               charts, minutes=hour_rows(names, minutes, span, 60) if minutes else None)
     if extra:
-        ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, verify_checksums,
-                                stop_at_cut=cut is not None)
+        ranked = candidate_rows(extra, totals[len(slaves):], files, lint_max_mb, stop_at_cut=cut is not None)
         paths.append(_write_table(ranked, CANDIDATE_COLUMNS, out / "candidates", fmt))
         if ranking is not None:
             ranking.extend(ranked)
@@ -369,7 +365,7 @@ def run_experiment(binlogs: str | Path | list[str | os.PathLike[str]], topology:
 
 
 def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], files: Sequence[Path],
-                   lint_max_mb: float, verify_checksums: bool = True, stop_at_cut: bool = False) -> list[dict[str, Any]]:
+                   lint_max_mb: float, stop_at_cut: bool = False) -> list[dict[str, Any]]:
     """The candidates, the one that saves the most bytes first, each with lint's verdict: would a
     replica with these rules stop (its first break), within `lint_max_mb` MB of binlog, and how many
     writes it would silently get wrong (`diverges`: rules.lint_divergence, over the whole binlog as
@@ -388,8 +384,8 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
     if size_mb > lint_max_mb:
         verdicts = [f"not run: {size_mb:.0f} MB of binlog > --lint-max-mb {lint_max_mb:g}"] * len(candidates)
     else:
-        found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates],
-                          verify_checksums=verify_checksums, first_break=True, stop_at_cut=stop_at_cut)
+        found = lint_many(files, [(spec.rules, spec.settings) for spec in candidates], first_break=True,
+                          stop_at_cut=stop_at_cut)
         diverges = [breaks.divergence.writes for breaks in found]
         stops = [bool(breaks) for breaks in found]
         # candidates.csv's lint column: no break, or the first break's line; and the writes it diverges by
@@ -454,7 +450,6 @@ def write_breakdowns(hours: list[dict[str, Any]], tables: list[dict[str, Any]], 
 
 
 def print_table(rows: list[dict[str, Any]], out: TextIO | None = None) -> None:
-    out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     print(f"{'slave':<16} {'policy':<18} {'MB all':>9} {'MB sent':>9} {'saving':>8} {'events sent':>12}", file=out)
     for row in rows:
         print(f"{row['slave']:<16} {row['skip_policy']:<18} {row['bytes_all'] / 1e6:>9.2f} "
@@ -469,7 +464,6 @@ def chunk_bytes_for(given: int | None, *, spark: bool) -> int | None:
 
 
 def print_ranking(ranked: list[dict[str, Any]], out: TextIO | None = None) -> None:
-    out = out or sys.stdout
     print(f"{'rank':>4} {'candidate':<16} {'MB sent':>9} {'saving':>8}  lint", file=out)
     for row in ranked:
         print(f"{row['rank']:>4} {row['candidate']:<16} {row['bytes_sent'] / 1e6:>9.2f} {row['saving_pct']:>7.1f}%  "

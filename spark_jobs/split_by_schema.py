@@ -80,8 +80,8 @@ def route_chunks(sc: SparkContext, chunks: list[Chunk], config: SplitConfig, seg
         router = Router(config)
         for part in parts:
             for chunk_no, chunk, start in part:
-                yield write_chunk_segments(chunk, chunk_no, config, segments, verify_checksums=verify_checksums,
-                                           router=router, start=start)
+                yield write_chunk_segments(chunk, chunk_no, segments, router, verify_checksums=verify_checksums,
+                                           start=start)
 
     items = [(i, chunk, start) for i, (chunk, start) in enumerate(zip(chunks, starts))]
     groups = balanced_groups(items, [c.size for c in chunks], sc.defaultParallelism)
@@ -173,7 +173,6 @@ def config_from_args(args: argparse.Namespace) -> SplitConfig:
 
 
 def print_summary(outputs: list[OutputSummary], out: TextIO | None = None) -> None:
-    out = out or sys.stdout  # looked up when called: sys.stdout may have been replaced since import
     for s in outputs:
         print(f"{s.name}-bin: {len(s.files)} file(s), {s.units} unit(s), {s.bytes} bytes", file=out)
 

@@ -54,8 +54,8 @@ def start_shadow(args: argparse.Namespace, master: MasterServer, candidates: Top
     from dumpfilter.spark_jobs.tasks.shadow_counts import ShadowCounts
 
     service = master.service
-    board = ShadowBoard(service.binlog_dir, ShadowCounts(args.verify_checksums), service.lint, service.segments.end,
-                        service.policy, service.segments)
+    board = ShadowBoard(service.binlog_dir, ShadowCounts(args.verify_checksums), service.lint, service.policy,
+                        service.segments)
     if candidates is not None:
         try:
             board.add(candidates, None, from_start=True)

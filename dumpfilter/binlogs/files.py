@@ -443,11 +443,9 @@ def served_paths(directory: str | os.PathLike[str]) -> list[Path]:
     return [directory / name for name in listing if (directory / name).exists()]
 
 
-def file_size(path: str | os.PathLike[str], default: int | None = None) -> int:
-    """A file's size; `default`, or a one-line error (`file_error`), when it cannot be stat'ed."""
+def file_size(path: str | os.PathLike[str], default: int) -> int:
+    """A file's size; `default` when it cannot be stat'ed (gone, or never there)."""
     try:
         return os.stat(path).st_size
-    except OSError as exc:
-        if default is not None:
-            return default
-        raise file_error(exc, path) from None
+    except OSError:
+        return default

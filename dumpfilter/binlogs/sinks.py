@@ -97,15 +97,13 @@ class FileSink(Sink):
     Later FDEs (a second input file, or a relay log's source FDE) are written where they occur,
     as they are in relay logs; their `created` field tells readers nothing was reset."""
 
-    def __init__(self, path: str | os.PathLike[str], *, renumber_positions: bool | None = None, fd: int | None = None,
-                 write_behind: bool = False):
+    def __init__(self, path: str | os.PathLike[str], *, fd: int | None = None, write_behind: bool = False):
         """`fd`: a descriptor open for writing on `path`, a new empty file (a staging file), which
         the sink then owns: written through as it is, not opened again. Opening it again with
         "wb" would truncate it, and ext4 takes a truncation to 0 bytes for a rewrite in place
         (auto_da_alloc): closing the file then flushes all of it, some 30 ms per 150 MB.
         `write_behind`: the file is written on a thread of its own (background.WriteBehind)."""
         self.path = Path(path)
-        self.forced_renumber = renumber_positions
         self.writer: BinlogWriter | None = None
         self._file: WriteBehind | BinaryIO | None = None
         self._fd = fd
@@ -114,7 +112,7 @@ class FileSink(Sink):
     def begin_file(self, fde: Event, path: Path) -> bool:
         if self.writer is not None:
             return False  # written in sequence, like the second FDE of a relay log
-        renumber = self.forced_renumber if self.forced_renumber is not None else not looks_like_relay_log(path)
+        renumber = not looks_like_relay_log(path)
         buffering = 0 if self._write_behind else -1  # WriteBehind gathers the writes itself
         if self._fd is not None:
             file, self._fd = open(self._fd, "wb", buffering=buffering), None
@@ -168,12 +166,10 @@ class SeriesSink(Sink):
     An input file whose format differs (another checksum setting or server) starts a new output
     file with its own FDE."""
 
-    def __init__(self, directory: str | os.PathLike[str], basename: str, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE,
-                 renumber_positions: bool | None = None):
+    def __init__(self, directory: str | os.PathLike[str], basename: str, *, max_size: int = DEFAULT_MAX_BINLOG_SIZE):
         self.directory = Path(directory)
         self.basename = basename
         self.max_size = max_size
-        self.forced_renumber = renumber_positions
         self.series: BinlogSeriesWriter | None = None
         self._fde: Event | None = None
         self._start_state: Event | None = None
@@ -191,8 +187,7 @@ class SeriesSink(Sink):
             self._fde = fde
             self._first_path = path
             self._waiting_state = True
-            self._renumber = self.forced_renumber if self.forced_renumber is not None else \
-                not looks_like_relay_log(path)
+            self._renumber = not looks_like_relay_log(path)
             return True
         if self.series is not None:
             assert fde.fmt is not None and self._fde.fmt is not None  # an FDE is read with its own format

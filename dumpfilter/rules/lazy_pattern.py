@@ -5,7 +5,7 @@ statement of their kind (`--help`, a ROW stream with a few DDL) need not pay for
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, AnyStr, Generic
 
 
@@ -20,15 +20,11 @@ class LazyPattern(Generic[AnyStr]):
         self._source: tuple[AnyStr, int] = (pattern, flags)
         LazyPattern.made.append(self)
 
-    if TYPE_CHECKING:  # what callers use, typed as re.Pattern's (at run time: __getattr__)
+    if TYPE_CHECKING:  # what the rule modules use, typed as re.Pattern's (at run time: __getattr__, any attribute)
         def match(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
         def search(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
-        def fullmatch(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> re.Match[AnyStr] | None: ...
         def sub(self, repl: AnyStr | Callable[[re.Match[AnyStr]], AnyStr], string: AnyStr,
                 count: int = 0) -> AnyStr: ...
-        def split(self, string: AnyStr, maxsplit: int = 0) -> list[AnyStr | Any]: ...
-        def findall(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> list[Any]: ...
-        def finditer(self, string: AnyStr, pos: int = 0, endpos: int = ...) -> Iterator[re.Match[AnyStr]]: ...
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # copy, pickle and friends probe dunders: not the pattern's

@@ -12,9 +12,8 @@ from typing import Any
 from dumpfilter.errors import InvalidArgumentError
 
 
-def loads(text: str, name: str, error: type[InvalidArgumentError] = InvalidArgumentError,
-          what: str = "not valid TOML") -> dict[str, Any]:
-    """`tomllib.loads(text)`, or `error("{name}: {what}: ...")` in one line: a syntax error (with
+def loads(text: str, name: str, error: type[InvalidArgumentError] = InvalidArgumentError) -> dict[str, Any]:
+    """`tomllib.loads(text)`, or `error("{name}: not valid TOML: ...")` in one line: a syntax error (with
     its line and column), or arrays and inline tables nested deeper than the parser's recursion
     (tomllib parses them recursively: thousands of `[` raise RecursionError, not TOMLDecodeError)."""
     refusal = dotted_key_refusal(text)
@@ -24,9 +23,9 @@ def loads(text: str, name: str, error: type[InvalidArgumentError] = InvalidArgum
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise error(f"{name}: {what}: {exc}") from None
+        raise error(f"{name}: not valid TOML: {exc}") from None
     except RecursionError:
-        raise error(f"{name}: {what}: arrays or inline tables nested too deep (line "
+        raise error(f"{name}: not valid TOML: arrays or inline tables nested too deep (line "
                     f"{_deepest_line(text)})") from None
 
 

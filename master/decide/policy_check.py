@@ -29,7 +29,7 @@ _TABLE_MAP = int(EventType.TABLE_MAP)
 Annotations = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
-def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: StatementPathCounts | None = None) -> bytes:
+def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: StatementPathCounts) -> bytes:
     """`row` (a slave's answer per unit of `seg`, `keep` its keep byte per table name: rules AND
     gate) with every fast unit it keeps, whole or in part, that carries a text `gate` refuses
     turned ROW_SLOW. The core first clears, with no Python per unit, the units whose texts are
@@ -48,8 +48,7 @@ def guard_row(seg: Segment, row: bytes, keep: bytes, gate: Gate, counts: Stateme
     unshown = index.unit_list.annotations_unshown(row, keep, index.names, index.formats())
     if not unshown:
         return row
-    if counts is not None:
-        counts.policy_text_units += len(unshown)
+    counts.policy_text_units += len(unshown)
     texts = index.policy_texts
     if texts is None:
         texts = index.policy_texts = {}

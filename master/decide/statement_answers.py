@@ -41,7 +41,7 @@ class StatementAnswers:
     __slots__ = ("svc", "slave", "policy", "hits", "counts")
 
     def __init__(self, svc: DumpService, slave: RegisteredSlave, policy: SkipPolicy, hits: RuleHits,
-                 counts: StatementPathCounts | None = None) -> None:
+                 counts: StatementPathCounts) -> None:
         self.svc, self.slave, self.policy, self.hits = svc, slave, policy, hits
         self.counts = counts  # StatementPathCounts: `python_units` counts the units `result` decides
 
@@ -179,8 +179,7 @@ class StatementAnswers:
         Unit and its Events are shared through the segment cache)."""
         state = self.slave.state
         assert state is not None, "a stream's slave has its state"
-        if self.counts is not None:
-            self.counts.python_units += 1
+        self.counts.python_units += 1
         answer: GroupAnswer | None = unit.results.get(state.key)
         if answer is None:
             with self.svc.engine_lock(state.engine):

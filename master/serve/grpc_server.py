@@ -475,7 +475,7 @@ class MasterServer:
     """A running master: the gRPC server, its dump service and health servicer."""
 
     def __init__(self, server: grpc.Server, service: DumpService, health_servicer: health.HealthServicer, port: int,
-                 servicer: DumpFilterServicer | None = None) -> None:
+                 servicer: DumpFilterServicer) -> None:
         self.server, self.service, self.health, self.port = server, service, health_servicer, port
         self.servicer = servicer
 
@@ -487,8 +487,7 @@ class MasterServer:
         self.health.set(SERVICE_NAME, health_pb2.HealthCheckResponse.NOT_SERVING)
         self.service.shutdown()
         self.server.stop(grace).wait()
-        if self.servicer is not None:
-            self.servicer.stalls.stop()
+        self.servicer.stalls.stop()
         # its mappings of the closed binlog files let go (they would stay in the RSS of a process
         # that goes on after the master, as simulate --verify does)
         self.service.segments.close()

@@ -51,9 +51,8 @@ class HeadAcceptor:
     """Accepts on `listener` (bound and listening) and hands each complete request head to
     `answer` on a worker; `tls` wraps each connection server-side. `stop()` ends it."""
 
-    def __init__(self, listener: socket.socket, answer: Answer, tls: ssl.SSLContext | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.listener, self.answer, self.tls, self.clock = listener, answer, tls, clock
+    def __init__(self, listener: socket.socket, answer: Answer, tls: ssl.SSLContext | None = None) -> None:
+        self.listener, self.answer, self.tls = listener, answer, tls
         listener.setblocking(False)
         self.pending: OrderedDict[socket.socket, _Pending] = OrderedDict()   # oldest first
         self.evicted = 0
@@ -84,7 +83,7 @@ class HeadAcceptor:
     def _loop(self) -> None:
         while not self._stopping:
             oldest = next(iter(self.pending.values()), None)
-            wait = 1.0 if oldest is None else min(1.0, max(0.0, oldest.deadline - self.clock()))
+            wait = 1.0 if oldest is None else min(1.0, max(0.0, oldest.deadline - time.monotonic()))
             for key, _ in self.selector.select(wait):
                 if key.fileobj is self.listener:
                     self._accept()
@@ -115,7 +114,7 @@ class HeadAcceptor:
                 self._close(next(iter(self.pending.values())))
                 self.evicted += 1
                 log.debug("metrics: %d connections were reading their request: the oldest was closed", MAX_PENDING)
-            pending = _Pending(sock, address, self.clock() + HEAD_TIMEOUT, self.tls is not None)
+            pending = _Pending(sock, address, time.monotonic() + HEAD_TIMEOUT, self.tls is not None)
             self.pending[sock] = pending
             self.selector.register(sock, selectors.EVENT_READ, pending)
 
@@ -178,7 +177,7 @@ class HeadAcceptor:
                 self._in_flight -= 1
 
     def _expire(self) -> None:
-        now = self.clock()
+        now = time.monotonic()
         while self.pending:
             oldest = next(iter(self.pending.values()))
             if oldest.deadline > now:

@@ -36,7 +36,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -122,16 +122,15 @@ class CandidateStatus:
 class ShadowBoard:
     """The candidates of one master and the pass that counts them."""
 
-    def __init__(self, binlog_dir: str | Path, counting: Counting, lint: LintJobs,
-                 written_end: Callable[[], Pos], policy: MasterPolicy | None = None,
-                 segments: SegmentCache | None = None) -> None:
+    def __init__(self, binlog_dir: str | Path, counting: Counting, lint: LintJobs, policy: MasterPolicy | None,
+                 segments: SegmentCache) -> None:
         self.binlog_dir = Path(binlog_dir)
         self.segments = segments  # the streams' segments, counted from (see _from_segment)
         self._defer_since: float | None = None  # see DEFER_MAX
         self._may_defer = True
         self.counting = counting
         self.lint = lint
-        self.written_end = written_end  # the master's end of the last whole event (SegmentCache.end)
+        self.written_end = segments.end  # the master's end of the last whole event
         self.policy = policy
         self.lock = threading.Lock()          # the candidates
         self.pass_lock = threading.Lock()     # one pass at a time
@@ -265,10 +264,9 @@ class ShadowBoard:
         """The pass's place among the readers of the streams' segment cache (its candidate furthest
         behind): segments the streams let go before it keep their pages until it has counted them
         (SegmentCache.at, TRAIL_BYTES; handed back first, the count faulted each page in again)."""
-        if self.segments is not None:
-            with self.lock:
-                places = [c.at for c in self.candidates.values() if not c.broken]
-            self.segments.at(self, min(places) if places else None)
+        with self.lock:
+            places = [c.at for c in self.candidates.values() if not c.broken]
+        self.segments.at(self, min(places) if places else None)
 
     def close(self) -> None:
         with self.lock:
@@ -297,7 +295,7 @@ class ShadowBoard:
                 at = min(groups, key=lambda p: (_number(p[0]), p[1]))
                 active = groups[at]
                 try:
-                    step = self._next_range(at, whole=self.segments is None)
+                    step = self._next_range(at)
                 except (DumpFilterError, OSError) as exc:  # a file purged or unreadable under the pass
                     self._stopped(at, exc)
                     return ranges
@@ -329,11 +327,11 @@ class ShadowBoard:
                 ranges += 1
                 self.passes += 1
 
-    def _next_range(self, at: Pos, whole: bool = True) -> tuple[int, str, int, int | None, Pos] | None:
+    def _next_range(self, at: Pos) -> tuple[int, str, int, int | None, Pos] | None:
         """The next range to count from `at`: (file number, path, start, end, where it ends).
-        In the file being written it ends at its last whole unit; `whole` False: at its written
-        end, the caller finding the last whole unit only where it scans the range itself (a segment
-        holds whole units only; looking for them costs a search back from the end)."""
+        In the file being written it ends at its written end, the caller finding the last whole unit
+        only where it scans the range itself (a segment holds whole units only; looking for them
+        costs a search back from the end)."""
         names = self._names()
         by_name = {p.name: k for k, p in enumerate(names)}
         file, pos = at
@@ -346,19 +344,18 @@ class ShadowBoard:
                 self.problem = (f"gap: {file}:{pos} to {later[0].name} was purged before it was counted; "
                                 f"counting goes on from {later[0].name}")
                 log.warning("shadow: %s", self.problem)
-            return self._next_range((later[0].name, 0), whole)
+            return self._next_range((later[0].name, 0))
         path = names[k]
         if k + 1 < len(names):  # closed: to its end
             if pos > 0 and pos >= path.stat().st_size:
-                return self._next_range((names[k + 1].name, 0), whole)
+                return self._next_range((names[k + 1].name, 0))
             return _number(path.name), str(path), pos, None, (names[k + 1].name, 0)
         end_file, written = self.written_end()
         if end_file != path.name:
             return None
-        cut = self.counting.whole_units_end(str(path), pos, written) if whole else written
-        if cut <= pos:
+        if written <= pos:
             return None
-        return _number(path.name), str(path), pos, cut, (path.name, cut)
+        return _number(path.name), str(path), pos, written, (path.name, written)
 
     def _count_range(self, active: list[Candidate], index: int, path: str, start: int, end: int | None) -> None:
         """Every active candidate over one range, in one count; a candidate whose rules the counting
@@ -402,8 +399,6 @@ class ShadowBoard:
         None where the first cannot be counted so (none there, one that spans files or stops at a
         corrupt event, a rule the counting cannot apply): the caller scans the range itself."""
         cache = self.segments
-        if cache is None:
-            return None
         name = Path(path).name
         first = self._segment(cache, name, start)
         if first is None:

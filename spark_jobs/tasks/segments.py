@@ -27,7 +27,7 @@ from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, BinlogSeriesWrite
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, SourceHeader
 from dumpfilter.spark_jobs.tasks.compiled import Deliver, OutputKeeps, route_chunk
 from dumpfilter.spark_jobs.tasks.output import OutputSummary, series_writer, summarize
-from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router, SplitConfig
+from dumpfilter.spark_jobs.tasks.routing import ALL, ChunkStart, Router
 
 SEGMENT_FLUSH_BYTES = 4 << 20
 
@@ -104,12 +104,10 @@ class _Segment:
         return self.size
 
 
-def write_chunk_segments(chunk: Chunk, chunk_no: int, config: SplitConfig, seg_dir: str | os.PathLike[str], *,
-                         verify_checksums: bool = True, router: Router | None = None,
-                         start: ChunkStart | None = None) -> ChunkSegments:
-    """Route one chunk's units into segment files under `seg_dir` (see the module docstring),
+def write_chunk_segments(chunk: Chunk, chunk_no: int, seg_dir: str | os.PathLike[str], router: Router, *,
+                         verify_checksums: bool = True, start: ChunkStart | None = None) -> ChunkSegments:
+    """Route one chunk's units with `router` into segment files under `seg_dir` (see the module docstring),
     from `start`, the state the first pass found at the chunk's start (routing.chunk_starts)."""
-    router = router or Router(config)
     router.start_chunk(start)
     result = ChunkSegments(chunk_no)
     deliver = _ToSegments(seg_dir, chunk_no, result)

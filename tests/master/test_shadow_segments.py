@@ -53,8 +53,10 @@ def binlog(request, tmp_path_factory) -> Path:
 
 
 def _counted(binlog: Path, cache: SegmentCache | None) -> tuple[ShadowBoard, dict[str, tuple]]:
-    end = (cache or SegmentCache(binlog)).end
-    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), end, None, cache)  # type: ignore[arg-type]
+    """The counts of the pass over `cache`'s segments; without one, of the pass's own scan of every range."""
+    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), None, cache or SegmentCache(binlog))  # type: ignore[arg-type]
+    if cache is None:
+        board._from_segment = lambda *args: None  # type: ignore[method-assign]
     board.add(_topology(), None, from_start=True)
     assert board.count() >= 1
     totals = {}
@@ -108,7 +110,7 @@ def test_the_pass_waits_for_a_stream_behind_it_then_reads_on_alone(binlog, monke
     cache = SegmentCache(binlog, segment_bytes=16 << 10)
     stream = object()
     cache.at(stream, (cache.first_file(), 4))  # a stream about to read the first segment
-    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
+    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), None, cache)  # type: ignore[arg-type]
     board.add(_topology(), None, from_start=True)
     monkeypatch.setattr(board_module, "DEFER_MAX", 3600.0)
     assert board.count() == 0 and cache.reads == 0  # left to the stream
@@ -118,9 +120,8 @@ def test_the_pass_waits_for_a_stream_behind_it_then_reads_on_alone(binlog, monke
     assert board.count() >= 1 and cache.reads == reads  # the stream's segments counted
 
     # A stream stalled behind the pass: past DEFER_MAX the pass reads on alone.
-    late = ShadowBoard(binlog, ShadowCounts(), _NoLint(), cache.end, None,
+    late = ShadowBoard(binlog, ShadowCounts(), _NoLint(), None,
                        SegmentCache(binlog, segment_bytes=16 << 10))  # type: ignore[arg-type]
-    assert late.segments is not None
     late.segments.at(stream, (cache.first_file(), 4))
     late.add(_topology(), None, from_start=True)
     monkeypatch.setattr(board_module, "DEFER_MAX", 0.0)
@@ -179,7 +180,7 @@ def test_the_segments_the_streams_let_go_keep_their_pages_until_the_pass_has_cou
     cache = SegmentCache(binlog, segment_bytes=16 << 10, cache_bytes=32 << 10, resident_bytes=0)
     stream = object()
     cache.at(stream, (cache.first_file(), 4))
-    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), cache.end, None, cache)  # type: ignore[arg-type]
+    board = ShadowBoard(binlog, ShadowCounts(), _NoLint(), None, cache)  # type: ignore[arg-type]
     board.add(_topology(), None, from_start=True)
     assert board.count() == 0  # left to the stream
     pos, segments = (cache.first_file(), 4), 0

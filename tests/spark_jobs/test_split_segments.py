@@ -103,7 +103,7 @@ def split_by_segments(targets, out, config, *, max_size, chunk_bytes, block_byte
     seg_dir = tempfile.mkdtemp(prefix=".segments-", dir=out)
     try:
         router = Router(config)
-        results = [write_chunk_segments(chunk, chunk_no, config, seg_dir, router=router)
+        results = [write_chunk_segments(chunk, chunk_no, seg_dir, router)
                    for chunk_no, chunk in enumerate(plan_chunks(paths, chunk_bytes))]
         summaries = [join_output(plan, seg_dir, out, header, max_size, block_bytes=block_bytes)
                      for plan in join_tasks(results)]
@@ -174,7 +174,7 @@ def test_incidents_reach_every_output_in_order_with_segments(tmp_path, chunk_byt
 def test_chunk_tasks_return_counts_and_incidents_only(tmp_path, workloads):
     src = workloads["row-mariadb"]
     chunks = plan_chunks(input_files([src]), 15_000)
-    results = [write_chunk_segments(c, i, SplitConfig(), tmp_path) for i, c in enumerate(chunks)]
+    results = [write_chunk_segments(c, i, tmp_path, Router(SplitConfig())) for i, c in enumerate(chunks)]
     plans = join_tasks(results)
     assert [p.bytes for p in plans] == sorted((p.bytes for p in plans), reverse=True)
     units = sum(n for r in results for n, _ in r.outputs.values())
@@ -225,7 +225,7 @@ def test_a_failed_chunk_task_leaves_no_segment(workloads, tmp_path):
     (tmp_path / "seg").mkdir()
     [chunk] = plan_chunks([bad], None)
     with pytest.raises(BinlogError):  # a CRC mismatch, or an impossible event size
-        write_chunk_segments(chunk, 0, SplitConfig(), tmp_path / "seg")
+        write_chunk_segments(chunk, 0, tmp_path / "seg", Router(SplitConfig()))
     assert list((tmp_path / "seg").iterdir()) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dumpfilter.codec import Event, FormatDescription, group_transactions
-from dumpfilter.codec.scanner import unit_events
+from dumpfilter.codec.scanner import Scanner, unit_events
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.slave.node import Slave, scan_batch
 from dumpfilter.slave.config import SlaveConfig
@@ -27,7 +27,7 @@ def relay_units(relay_dir: Path):
 
 def split_events(blob: bytes, fmt: FormatDescription | None) -> tuple[list[Event], FormatDescription | None]:
     """The events of a DumpBatch (see slave.node.scan_batch), with their formats."""
-    scan = scan_batch(blob, fmt)
+    scan = scan_batch(blob, fmt, Scanner("<stream>"))
     events: list[Event] = []
     for rec in scan.units:
         unit, fmt = unit_events(blob[rec.start : rec.end], rec.start, fmt, path="<stream>", stream_positions=True)
