@@ -209,7 +209,9 @@ class SlaveStream:
             if seg.units:
                 caught_up = seg.at_end and self._at_binlog_end()
                 self.batch_segments += 1
-                if caught_up and seg.error is None and self._position_may_wait(reported_end_at, last_sent):
+                # (at the segment's end but not the binlog's: the server wrote more since the
+                # read, which the next segment brings; a position alone waits for it all the same)
+                if seg.at_end and seg.error is None and self._position_may_wait(reported_end_at, last_sent):
                     pass  # sent with the next kept data, or by the wait below once POSITION_WAIT is over
                 elif caught_up or seg.at_end or seg.error is not None or self.batch_segments >= BATCH_SEGMENTS:
                     yield self._batch(caught_up, cut=not (caught_up or seg.at_end or seg.error is not None))
