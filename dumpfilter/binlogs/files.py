@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, TypeVar, cast
 
 from dumpfilter.codec import BinlogReader, Event, EventType, FormatDescription, read_format_description
-from dumpfilter.codec.constants import MAGIC
+from dumpfilter.codec.constants import LOG_EVENT_BINLOG_IN_USE_F, MAGIC
 from dumpfilter.errors import BinlogError, DumpFilterError, ExternalError, PositionError, TruncatedBinlogError
 from dumpfilter import regular_file
 from dumpfilter.regular_file import RegularFileError
@@ -31,7 +31,6 @@ MAX_INDEX_BYTES = 16 << 20  # an index of 16 MiB names ~600 000 files
 # Flags of the FDE's common header: set while the server writes the file, cleared in place when
 # it closes it (the FDE's CRC is computed without it, so the clearing needs no new CRC).
 _FDE_FLAGS_AT = 4 + 17
-_BINLOG_IN_USE_F = 0x1
 
 
 def closed_by_server(fd: int) -> bool:
@@ -40,7 +39,7 @@ def closed_by_server(fd: int) -> bool:
     mapping of it never faults (SIGBUS) but on a truncation by hand."""
     head = os.pread(fd, _FDE_FLAGS_AT + 2, 0)
     return (len(head) == _FDE_FLAGS_AT + 2 and head[8] == EventType.FORMAT_DESCRIPTION
-            and not head[_FDE_FLAGS_AT] & _BINLOG_IN_USE_F)
+            and not head[_FDE_FLAGS_AT] & LOG_EVENT_BINLOG_IN_USE_F)
 
 
 def _regular(call: Callable[..., _T], path: str | os.PathLike[str], what: str, *args: Any) -> _T:

@@ -21,10 +21,9 @@ from pathlib import Path
 
 from dumpfilter import _core
 from dumpfilter.codec import BinlogReader, Event, EventType, bad_magic, read_format_description
-from dumpfilter.codec.constants import MAGIC
+from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_BINLOG_IN_USE_F, MAGIC
 from dumpfilter.codec.reader import truncated
 from dumpfilter.codec.scanner import Scanner, type_mask
-from dumpfilter.codec.constants import GTID_EVENT_TYPES
 from dumpfilter.errors import BinlogError, MalformedEventError, TruncatedBinlogError
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.binlogs import input_paths, open_binlog
@@ -333,15 +332,6 @@ class SourceHeader:
     fde: Event
     start_state: Event | None
 
-    @property
-    def fmt(self) -> FormatDescription:
-        fmt = self.fde.fmt
-        assert fmt is not None  # source_header reads the FDE with its own format
-        return fmt
-
-
-BINLOG_IN_USE_F = 0x0001
-
 
 def source_header(paths: list[Path]) -> SourceHeader:
     """Read the first file's header, and check that every file has the same event format: the
@@ -371,5 +361,5 @@ def source_header(paths: list[Path]) -> SourceHeader:
                 break
     assert first is not None  # (paths: input_files' list, never empty)
     first_fde, first_fmt = first
-    fde = first_fde.with_header(flags=first_fde.flags & ~BINLOG_IN_USE_F)
+    fde = first_fde.with_header(flags=first_fde.flags & ~LOG_EVENT_BINLOG_IN_USE_F)
     return SourceHeader(Event(fde.raw, 4, first_fmt), start_state)
