@@ -22,6 +22,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 
+from dumpfilter.binlogs.files import read_index
 from dumpfilter.errors import ExternalError
 from dumpfilter.children import dies_with_parent
 from dumpfilter.lab.ports import free_port
@@ -447,15 +448,7 @@ class MariaDBServer:
     def binlog_files(self) -> list[Path]:
         """Binlog files in order, from the index file."""
         index = Path(f"{self.binlog_basename}.index")
-        if not index.exists():
-            return []
-        files = []
-        for line in index.read_text().splitlines():
-            line = line.strip()
-            if line:
-                p = Path(line)
-                files.append(p if p.is_absolute() else self.datadir / p)
-        return files
+        return read_index(index) if index.exists() else []
 
     def flush_logs(self) -> None:
         """FLUSH BINARY LOGS: closes the current binlog and opens the next one."""
