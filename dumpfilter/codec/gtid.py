@@ -4,6 +4,7 @@ Previous_GTIDs, MariaDB GTID lists, and the transaction_length field a writer mu
 from __future__ import annotations
 
 import bisect
+from operator import itemgetter
 import types
 import struct
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _I64 = struct.Struct("<q")
 _MARIADB_GTID = struct.Struct("<QIB")  # seq_no, domain_id, flags2
+_start, _end = itemgetter(0), itemgetter(1)  # an interval's bounds, the keys its bisections take
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,14 +353,6 @@ class MysqlGtidSet:
             for a, b in ivs:
                 out += struct.pack("<qq", a, b)
         return bytes(out)
-
-
-def _start(interval: list[int]) -> int:
-    return interval[0]
-
-
-def _end(interval: list[int]) -> int:
-    return interval[1]
 
 
 def _normalised(ivs: list[list[int]]) -> list[list[int]]:
