@@ -421,7 +421,7 @@ def _write_table(rows: list[dict[str, Any]], columns: list[str], path: Path, fmt
         return path
     path = path.with_suffix(".csv")
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     return path

@@ -7,7 +7,6 @@ all of it in one self-contained file."""
 
 from __future__ import annotations
 
-import csv
 import json
 import pickle
 import subprocess
@@ -103,10 +102,6 @@ def _divergence_texts(lint: dict[str, Any]) -> list[str]:
     return out
 
 
-def verify_cell(row: dict[str, Any]) -> str:
-    return {True: "ok", False: "FAILED", None: "-"}[row.get("verified")]
-
-
 def real_replica_cell(row: dict[str, Any]) -> str:
     verdict = row.get("real_replica_verdict")
     return "-" if verdict is None else verdict["text"]
@@ -169,7 +164,7 @@ def row_cells(row: dict[str, Any]) -> dict[str, Any]:
         "saved_pct": "-" if row["saved_percent"] is None else f"{row['saved_percent']:.1f}",
         "txns": f"{row['transactions_kept']}/{row['transactions_partial']}/{row['transactions_skipped']}",
         "wall": f"{row['wall_seconds']:.2f}", "share": f"{row['stream_mb_s']:.1f}", "lint": lint_cell(row),
-        "real": real_replica_cell(row), "verify": verify_cell(row),
+        "real": real_replica_cell(row), "verify": {True: "ok", False: "FAILED", None: "-"}[row.get("verified")],
     }
 
 
@@ -333,26 +328,19 @@ def _draw_charts_child() -> None:
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
     from dumpfilter.lab.simulate.html_report import write_html
+    from dumpfilter.spark_jobs.bandwidth_experiment import _write_table
 
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "report.json", out / "report.csv", out / "report.png", out / "timeline.png", out / "report.html",
              out / "timeline.csv"]
     paths[0].write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
-    with open(paths[1], "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for row in report["slaves"]:
-            flat = dict(row)
-            for policy in SKIP_POLICIES:
-                flat[f"bytes_{policy}"] = row["policies"].get(policy, "")
-            flat["lint_breaks"] = (row.get("lint") or {}).get("breaks", "")
-            flat["lint_diverges"] = (row.get("lint") or {}).get("diverges", "")
-            flat["real_replica"] = real_replica_cell(row) if row.get("real_replica") is not None else ""
-            writer.writerow(flat)
-    with open(paths[5], "w", newline="") as f:  # everything timeline.png draws
-        writer = csv.DictWriter(f, fieldnames=TIMELINE_FIELDS)
-        writer.writeheader()
-        writer.writerows(timeline_rows(*timeline_series(report)))
+    flat = [dict(row, **{f"bytes_{policy}": row["policies"].get(policy, "") for policy in SKIP_POLICIES},
+                 lint_breaks=(row.get("lint") or {}).get("breaks", ""),
+                 lint_diverges=(row.get("lint") or {}).get("diverges", ""),
+                 real_replica=real_replica_cell(row) if row.get("real_replica") is not None else "")
+            for row in report["slaves"]]
+    _write_table(flat, CSV_FIELDS, out / "report", "csv")
+    _write_table(timeline_rows(*timeline_series(report)), TIMELINE_FIELDS, out / "timeline", "csv")  # timeline.png's
     from dumpfilter.lab.simulate.breakdowns import write_csvs
 
     draw_charts(report, paths[2], paths[3])
