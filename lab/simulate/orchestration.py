@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from dumpfilter.binlogs.clock import BinlogClock, timed
+from dumpfilter.charts import saved_percent
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.progress import byte_progress
 from dumpfilter.topology import MasterSource, Topology, TopologyError, parse_topology, slave_gates
@@ -164,9 +165,7 @@ def _run(topology: Topology, prepared: PreparedSource, relay_root: Path, verify:
     if relay_root.exists():
         shutil.rmtree(relay_root)
     plans = plan_streams(topology, relay_root, everything=topology.experiment.master_vs_slave or verify)
-    policy_path = topology.source.policy if topology.source is not None else None
-    if policy_path is not None and not Path(policy_path).is_file():
-        raise TopologyError(f"{topology.path}: master.policy: {policy_path} is not a file")
+    policy_path = topology.source.policy if topology.source is not None else None  # (checked: slave_gates)
     total = prepared.total_bytes
     offsets = prepared.offsets()
     # lint_bytes=0: the master's Register-time lint would lint every rule set a second time.
@@ -248,7 +247,6 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
         else:  # no baseline stream: what the master read is what a rule-less slave would get
             events_all, bytes_all = s.get("events_read", 0), s.get("bytes_read", 0)
         bytes_sent = c["bytes_received"]
-        saved = bytes_all - bytes_sent
         check = checks.get(spec.name)
         rows.append({
             "slave": spec.name, "server_id": spec.server_id, "channel": spec.channel,
@@ -262,7 +260,7 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
             "empty_transactions": s.get("empty_transactions", 0),
             "empty_transaction_bytes": s.get("empty_transaction_bytes", 0),
             "master_bytes_sent": s.get("bytes_sent", 0),
-            "saved_bytes": saved, "saved_percent": round(100.0 * saved / bytes_all, 2) if bytes_all else None,
+            "saved_bytes": bytes_all - bytes_sent, "saved_percent": saved_percent(bytes_all, bytes_sent),
             "transactions_kept": s.get("transactions_kept", 0),
             "transactions_partial": s.get("transactions_partial", 0),
             "transactions_skipped": s.get("transactions_skipped", 0),
