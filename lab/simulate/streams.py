@@ -66,7 +66,6 @@ class StreamResult:
     timeline: list[tuple[str, int, int]] = field(default_factory=list)
     heartbeat_bytes: int = 0  # heartbeat event bytes the slave received
     real_replica: dict[str, Any] | None = None  # kind = "mariadb": the real replica's outcome (simulate.real_replicas)
-    warnings: list[str] = field(default_factory=list)  # the master's (lint's among them): the report has them
 
 
 class _CountingSlave(Slave):
@@ -81,7 +80,6 @@ class _CountingSlave(Slave):
         self._step = step  # binlog bytes between two timeline points within a file
         self._last = ("", -step)
         self.timeline: list[tuple[str, int, int]] = []
-        self.warnings: list[str] = []
         # The file of the events before the first Rotate: where the stream starts. A fresh slave
         # asks for no position and the master starts at its first file, which a first batch that
         # crosses a Rotate does not name (its position is in the next file).
@@ -89,8 +87,8 @@ class _CountingSlave(Slave):
         self.heartbeat_bytes = 0  # as received: the master also counts idle heartbeats sent after the last read
 
     def _warn(self, warnings: Iterable[str]) -> None:
-        """Kept for the report (which shows lint once per slave), never printed per stream."""
-        self.warnings += [w for w in warnings if w not in self.warnings]
+        """The master's warnings (lint's among them) are not printed per stream: the report shows
+        lint once per slave."""
 
     def _batch(self, batch: dump_pb2.DumpBatch) -> None:
         if self._stop.is_set():
@@ -178,7 +176,6 @@ def run_streams(address: str, plans: list[StreamJob], *,
             result.counters = {k: getattr(slave.counters, k) for k in slave.counters.__dataclass_fields__}
             result.timeline = slave.timeline
             result.heartbeat_bytes = slave.heartbeat_bytes
-            result.warnings = slave.warnings
             result.stats = master_stats(address, plan.server_id, config.user, config.password)
         except DumpFilterError as exc:
             result.error = str(exc)
