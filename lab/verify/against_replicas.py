@@ -101,6 +101,10 @@ class Outcome:
         where = f" in GTID {self.gtid}" if self.gtid else ""
         return f"stopped: error {self.errno}{where}" if self.errno else f"stopped: {self.error}"
 
+    def said(self) -> str:
+        """`describe()`, then the error's message where there is one."""
+        return self.describe() + (f": {self.error}" if self.error else "")
+
     def same_stop(self, other: Outcome) -> bool:
         if self.caught_up or other.caught_up:
             return self.caught_up and other.caught_up
@@ -272,8 +276,7 @@ class Verification:
                 notes.append(f"flavor {settings.flavor} in the topology; verified as mariadb (the reference "
                              f"is a MariaDB replica)")
                 settings = dataclasses.replace(settings, flavor="mariadb")
-            slot = _Slot(spec, settings, no_reference_reason(spec),
-                         notes=notes)
+            slot = _Slot(spec, settings, no_reference_reason(spec), notes=notes)
             if spec.replica_schema is not None:
                 if spec.replica_schema.startswith("mysql://"):
                     raise VerifyError(f"slave {spec.name!r}: verify loads replica_schema on the slave's servers: "
@@ -488,25 +491,20 @@ class Verification:
         assert reference is not None and slot.replica is not None and slot.target is not None  # (see above)
         result.lint, result.lint_breaks = self._lint_outcome(slot, primary)
         if not reference.same_stop(result.lint) and not (reference.caught_up is False and not reference.errno):
-            result.differences.append(f"lint predicted {result.lint.describe()}"
-                                      f"{': ' + result.lint.error if result.lint.error else ''}; "
+            result.differences.append(f"lint predicted {result.lint.said()}; "
                                       f"the reference replica {reference.describe()}")
         ref_snap = snapshot(slot.replica)
         df_snap = snapshot(slot.target)
         result.tables = _table_rows(ref_snap, df_snap)
         result.differences += diff_snapshots(ref_snap, df_snap)
         if not reference.same_stop(result.dumpfilter):
-            result.differences.insert(0, f"reference replica {reference.describe()}"
-                                         f"{': ' + reference.error if reference.error else ''}; "
-                                         f"dumpfilter {result.dumpfilter.describe()}"
-                                         f"{': ' + result.dumpfilter.error if result.dumpfilter.error else ''}")
+            result.differences.insert(0, f"reference replica {reference.said()}; dumpfilter {result.dumpfilter.said()}")
         if slot.real is not None and result.real_replica is not None:
             real_snap = snapshot(slot.real)
             result.differences += [f"real replica on the MySQL endpoint: {d}" for d in diff_snapshots(ref_snap, real_snap)]
             if not reference.same_stop(result.real_replica):
                 result.differences.insert(0, f"reference replica {reference.describe()}; real replica on the "
-                                             f"MySQL endpoint {result.real_replica.describe()}"
-                                             f"{': ' + result.real_replica.error if result.real_replica.error else ''}")
+                                             f"MySQL endpoint {result.real_replica.said()}")
         result.verdict = DIFFERENT if result.differences else IDENTICAL
         return result
 
