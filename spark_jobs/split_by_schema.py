@@ -3,14 +3,9 @@
     spark-submit spark_jobs/split_by_schema.py FILE-or-DIR... --out DIR [--map NAME=RULES ...]
         [--max-binlog-size BYTES] [--filter-semantics mysql|effective] [--chunk-bytes N]
 
-Two stages, no shuffle (spark_jobs.tasks.segments):
-- `route_chunks`: one task per chunk (spark_jobs.tasks.chunks: whole files, and large files cut on
-  transaction boundaries), so files and chunks are read in parallel; each unit is routed
-  (spark_jobs.tasks.routing, pure) and each output copy's bytes appended to a segment file per
-  (chunk, output), with the unit ends in an index file;
-- `join_outputs`: one task per output reads its segments in chunk order and writes the final
-  series (positions renumbered and CRC32 recomputed in one in-place loop, Rotate between files,
-  GTID state per file) through dumpfilter.binlogs.BinlogSeriesWriter, as the single-process split.
+Two stages, no shuffle (spark_jobs.tasks.segments says how): `route_chunks`, one task per chunk
+(spark_jobs.tasks.chunks: whole files, and large files cut on transaction boundaries) writing a
+segment file per (chunk, output); `join_outputs`, one task per output joining its segments.
 
 The output is byte-identical to `dumpfilter split --no-spark`. Segments (under `--out`, removed at
 the end) and output files are written by the tasks straight into `--out`, which must therefore be

@@ -7,13 +7,9 @@ Both sides are read from relay logs, which hold what a slave received (after its
 master coordinates. What a skip policy leaves in a relay log for a transaction slave-side
 filtering empties is part of the expectation: the policy says it (`SkipPolicy.relayed`).
 
-One way answers it (lab.simulate.verify_compiled): each slave's rules answer the full stream's
-units (their keep table through the core, the rules themselves for a unit it does not answer: DDL,
-a statement its keys do not read), the core's send walk in relay mode makes what each skip policy
-leaves of them in a relay log, and each run of them is compared with what the slave received as
-one byte range. Where they differ, the same answers are compared unit by unit, each received
-transaction found by its GTID (`relay_transactions`, this check's one reader of relay logs as
-Transactions), and each difference is named.
+lab.simulate.verify_compiled answers it: in runs, then, where they differ, unit by unit, each
+received transaction found by its GTID (`relay_transactions`, this check's one reader of relay
+logs as Transactions), and each difference is named.
 
 MySQL quirk: a MySQL GTID event carries `transaction_length`, the bytes of the transaction as
 the master sent it. Under the placeholder policy that count includes the placeholders the slave
