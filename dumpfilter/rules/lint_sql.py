@@ -62,8 +62,7 @@ def insert_column_list(sql: str) -> list[str] | None:
                 columns.append(tokens[j].value)
             j += 1
         return columns
-    if _word(tokens[i]) in ("VALUES", "VALUE", "SELECT", "WITH") or (
-            tokens[i].kind == "punct" and tokens[i].value == "("):
+    if _word(tokens[i]) in ("VALUES", "VALUE", "SELECT", "WITH"):
         return []
     return None
 
