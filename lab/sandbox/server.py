@@ -74,16 +74,8 @@ def find_binary(name: str) -> str | None:
     sbin/bin directories (root's PATH may lack /usr/sbin).
     """
     names = _BINARY_NAMES.get(name, (name,))
-    for n in names:
-        found = shutil.which(n)
-        if found:
-            return found
-    for d in _FALLBACK_DIRS:
-        for n in names:
-            p = Path(d, n)
-            if p.is_file() and os.access(p, os.X_OK):
-                return str(p)
-    return None
+    places = [(n, None) for n in names] + [(n, d) for d in _FALLBACK_DIRS for n in names]
+    return next((found for n, d in places if (found := shutil.which(n, path=d))), None)
 
 
 def mariadb_available() -> bool:
