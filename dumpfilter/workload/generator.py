@@ -172,12 +172,8 @@ class _Generator:
         type_code = {("insert", True): EventType.WRITE_ROWS_V1, ("insert", False): EventType.WRITE_ROWS,
                      ("update", True): EventType.UPDATE_ROWS_V1, ("update", False): EventType.UPDATE_ROWS,
                      ("delete", True): EventType.DELETE_ROWS_V1, ("delete", False): EventType.DELETE_ROWS}[(verb, v1)]
-        if verb == "insert":
-            image = b"".join(_row_image(i, a) for i, _, a in changes)
-        elif verb == "delete":
-            image = b"".join(_row_image(i, b) for i, b, _ in changes)
-        else:
-            image = b"".join(_row_image(i, b) + _row_image(i, a) for i, b, a in changes)
+        # Each row's before image, then its after image: whichever of them the row has.
+        image = b"".join(_row_image(i, v) for i, b, a in changes for v in (b, a) if v is not None)
         tmap = self.event(EventType.TABLE_MAP, enc.table_map_body(table.table_id, table.db, table.name,
                                                                   COLUMN_TYPES, nullable=b"\x02"))
         rows = self.event(type_code, enc.rows_body(table.table_id, image, ncols=2, v2=not v1, update=verb == "update",
