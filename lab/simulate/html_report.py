@@ -50,8 +50,7 @@ def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
              f"<p class=\"meta\">{_e(source['description'])} &middot; {mb(source['bytes'])} MB of binlog in "
              f"{len(source['files'])} file(s) ({_e(', '.join(source['files']))}) &middot; "
              f"{experiment['streams']} gRPC streams &middot; generated "
-             f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>"]
-    parts.append("<h2>Charts</h2>")
+             f"{dt.datetime.now(dt.UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>", "<h2>Charts</h2>"]
     breaking = [row["slave"] for row in report["slaves"] if lint_breaks(row)]
     if breaking:
         parts.append(f'<p class="breaks-note"><span class="bad">lint: a replica with the rules of '

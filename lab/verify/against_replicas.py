@@ -316,8 +316,7 @@ class Verification:
         # mariadb-install-db dominates start-up time and is mostly I/O: a few in parallel help.
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(6, len(pending))) as pool:
             futures = [pool.submit(server.start) for server in pending]
-            errors = [f.exception() for f in futures]
-        errors = [e for e in errors if e is not None]
+        errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise VerifyError(f"a MariaDB server did not start: {errors[0]}")
         return primary
