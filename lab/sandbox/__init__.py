@@ -21,10 +21,9 @@ from .server import (
     mariadb_available,
     stop_servers,
 )
-from .snapshot import SYSTEM_SCHEMAS, Snapshot, diff_snapshots, snapshot
+from .snapshot import Snapshot, diff_snapshots, snapshot
 
 __all__ = [
-    "SYSTEM_SCHEMAS",
     "MariaDBServer",
     "ReplicationTimeout",
     "SandboxError",

@@ -11,17 +11,13 @@ from dumpfilter.lab.verify.against_replicas import (
     FORMATS,
     IDENTICAL,
     NO_REFERENCE,
-    Outcome,
-    PairResult,
-    RunResult,
     Verification,
-    VerifyError,
     no_reference_reason,
     verify,
 )
 
-__all__ = ["DIFFERENT", "FORMATS", "IDENTICAL", "NO_REFERENCE", "Outcome", "PairResult", "RunResult",
-           "Verification", "VerifyError", "builtin_paths", "no_reference_reason", "verify"]
+__all__ = ["DIFFERENT", "FORMATS", "IDENTICAL", "NO_REFERENCE", "Verification", "builtin_paths", "no_reference_reason",
+           "verify"]
 
 
 def builtin_paths() -> tuple[Traversable, Traversable, Traversable]:
