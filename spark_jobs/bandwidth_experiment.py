@@ -18,9 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
-# `spark-submit spark_jobs/bandwidth_experiment.py` runs this file as a script, with a Python where dumpfilter is
-# installed (the venv, or on a cluster the shipped archive's: docs/split.md). No path is added here:
-# the checkout's `dumpfilter/` would shadow the installed package, which maps spark_jobs/ into it.
+# spark-submit runs this file as a script; no path is added here (split_by_schema.py says why).
 from dumpfilter.spark_jobs.tasks.bandwidth import count_chunk  # noqa: E402
 from dumpfilter.spark_jobs.tasks.counts import (  # noqa: E402
     ChunkCounts, SlaveCounts, merge_counts, merge_hours, merge_statements, merge_tables,
@@ -64,10 +62,8 @@ def count_parts_local(chunks: Iterable[Chunk], slaves: Sequence[SlaveSpec], gate
 
 def count_parts_spark(spark: SparkSession, chunks: Sequence[Chunk], slaves: Sequence[SlaveSpec],
                       gates: Sequence[Gate | None] | None = None, *, counted: Counted | None = None) -> list[ChunkCounts]:
-    """The same, the chunks dealt onto a Spark task per core, largest first onto the least loaded
-    (`balanced_groups`: a PySpark task costs about 30 ms of the JVM's and the worker's time); only
-    the counts travel to the driver. `counted` is told the bytes of the tasks done
-    (`SparkCounted`)."""
+    """The same, the chunks dealt onto a Spark task per core (`balanced_groups`); only the counts
+    travel to the driver. `counted` is told the bytes of the tasks done (`SparkCounted`)."""
     from dumpfilter.spark_jobs.split_by_schema import balanced_groups
 
     if not chunks:
@@ -373,9 +369,8 @@ def candidate_rows(candidates: Sequence[SlaveSpec], totals: list[SlaveCounts], f
     A clean candidate (no stop, no divergence) ranks before every other, whatever they save; one a
     replica stops for ranks next (its saving lasts to the stop, and a stop is loud), then those that
     diverge (their bytes are saved by losing writes), those that do both last. Every candidate is
-    linted over one compiled scan (binlogs.lint.lint_many: each unit a candidate's Linter needs
-    decoded once; past its first break only those that may diverge or change its state); past the bound it says so rather than take minutes where most units need Python
-    (a DDL-dense binlog)."""
+    linted over one compiled scan (binlogs.lint.lint_many); past the bound it says so rather than
+    take minutes where most units need Python (a DDL-dense binlog)."""
     from dumpfilter.binlogs.lint import lint_many
 
     size_mb = sum(Path(f).stat().st_size for f in files) / 1e6

@@ -18,9 +18,6 @@ from dumpfilter.binlogs.files import open_binlog
 from dumpfilter.binlogs.series import DEFAULT_MAX_BINLOG_SIZE, FILE_FRAMING_TYPES, BinlogSeriesWriter, renumber
 
 
-
-# ---------------------------------------------------------------------------------------------
-# sinks
 def looks_like_relay_log(path: str | os.PathLike[str], probe: int = 1 << 20) -> bool:
     """Whether a file's log_pos values are another server's coordinates (a relay log).
 

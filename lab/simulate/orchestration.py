@@ -313,11 +313,9 @@ def build_report(topology: Topology, prepared: PreparedSource, results: list[Str
 
 
 def bytes_by_table(topology: Topology, files: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """Per slave and table, the bytes in the binlog that write it and those sent to the slave,
-    then the statements that name no table and the framing and control row: `experiment`'s
-    counting (spark_jobs.bandwidth_experiment.table_rows, one pass in this process over every
-    slave), the same figures `experiment` writes in bandwidth_by_table (statements attributed to
-    the tables they update, split evenly between several)."""
+    """Per slave and table, the bytes in the binlog that write it and those sent to the slave:
+    `experiment`'s bandwidth_by_table (spark_jobs.bandwidth_experiment.table_rows), counted in one
+    pass in this process over every slave."""
     from dumpfilter.spark_jobs.bandwidth_experiment import count_parts_local, table_rows
     from dumpfilter.spark_jobs.tasks.counts import merge_counts, merge_statements, merge_tables
     from dumpfilter.spark_jobs.tasks.chunks import plan_chunks

@@ -1,8 +1,6 @@
 """Writing many output binlog series at once (`OutputSet`): `<name>-bin.000001`, ... and
 `<name>-bin.index` per output name, each through `dumpfilter.binlogs.BinlogSeriesWriter`'s raw
-path (FDE per file, Gtid_list/Previous_GTIDs computed per output, rotation at the size limit on a
-unit boundary, Rotate between files, positions renumbered and CRC32 recomputed in place). Both the
-single-process split (`OutputSet`) and the Spark job's join of segment files
+path. Both the single-process split (`OutputSet`) and the Spark job's join of segment files
 (spark_jobs.tasks.segments) write through `series_writer`.
 
 Units must be added in input order. Units routed to `ALL` (INCIDENT) go to every output: to those
