@@ -14,7 +14,7 @@ import argparse
 import csv
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -406,7 +406,7 @@ def rank_candidates(candidates: Sequence[SlaveSpec], totals: Sequence[SlaveCount
     return [{key: row[key] for key in CANDIDATE_COLUMNS} for row in rows]
 
 
-def _write_table(rows: list[dict[str, Any]], columns: list[str], path: Path, fmt: str) -> Path:
+def _write_table(rows: Sequence[Mapping[str, Any]], columns: list[str], path: Path, fmt: str) -> Path:
     if fmt == "parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
