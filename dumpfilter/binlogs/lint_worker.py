@@ -63,13 +63,10 @@ Reply = tuple[str, object]
 
 # -- the worker process -------------------------------------------------------------------------
 def _serve(parent: int | None = None) -> None:
-    """The worker process's main loop (`python -m <this module>`): a message, pickled, on stdin;
-    its replies, pickled, on stdout; until stdin closes (the master ended). A message is
-    (followers to drop, [look...]); a look is (follower id, the linter's arguments on its first
-    look or its checkpoint when this process does not hold it, else None; [(path, size)...];
-    budget; the position to read silently up to first (a follower made again), or None; the bytes
-    read between checkpoints); the reply is [(state, value)...], one per look. `parent`: the process
-    that started it, gone before this one could ask to die with it (`simulate`'s): nothing done."""
+    """The worker process's main loop (`python -m <this module>`): a Message, pickled, on stdin;
+    its Replies, one per look, pickled, on stdout; until stdin closes (the master ended). `parent`:
+    the process that started it, gone before this one could ask to die with it (`simulate`'s):
+    nothing done."""
     if parent is not None and os.getppid() != parent:
         return
     with contextlib.suppress(OSError):
@@ -181,13 +178,9 @@ class Worker:
     """The one worker process of this Python process, fed from a queue by one thread. A plain
     `python -m` child (not multiprocessing): it never re-imports the caller's main script. A job
     nobody waits for any more is taken out of the queue (`drop`), freeing its place; a follower
-    nobody follows any more is dropped from the worker with the next message (`forget`).
-
-    A worker process that ended (killed, out of memory) is started again: at once when it ended
-    while idle (the dispatch thread looks every WATCH_EVERY seconds), or when it ended during an
-    exchange (its looks are answered ENDED: their owners queue them again). Either way one WARNING
-    line, and `restarts` counts it. `held`: the followers the running process holds; a look of
-    any other is sent with the follower's checkpoint (a process started anew holds none)."""
+    nobody follows any more is dropped from the worker with the next message (`forget`). A worker
+    process that ended is started again (the module docstring says when). `held`: the followers the
+    running process holds; a look of any other is sent with the follower's checkpoint."""
 
     def __init__(self) -> None:
         self.queued: deque[Job] = deque()
