@@ -1,12 +1,7 @@
-"""The charts of `dumpfilter simulate` and `dumpfilter experiment` (PNG, matplotlib Agg):
-
-* `policy_chart`: per slave, one bar per skip policy, stacked as the master's events kept for
-  the slave (kept bytes) plus what the skip policy adds (heartbeats, placeholders or empty
-  transactions: the overhead); what a slave without master-side filtering receives is drawn once,
-  as a reference line, since it is the same binlog for every slave.
-* `timeline_chart`: MB/s sent against binlog time (the events' own timestamps), one line per
-  slave with its peak marked: when, in the primary's day, the bytes (and the savings) come.
-"""
+"""The charts of `dumpfilter simulate` and `dumpfilter experiment` (PNG, matplotlib Agg): the bytes
+sent per slave and skip policy (`policy_chart`), the MB/s sent against binlog time, each line's
+peak marked (`timeline_chart`: when, in the primary's day, the bytes and the savings come), and
+the MB sent per hour of binlog time (`hourly_chart`)."""
 
 from __future__ import annotations
 

@@ -3,14 +3,8 @@ It sits at the file-system edge: it opens files and writes them; the decisions a
 
 The reusable loop behind `dumpfilter filter` (and anything else that filters whole files: the
 Spark split, the master's catch-up path). It reads each file, groups its events into
-transactions, lets one `TransactionFilter` decide, and hands what is kept to a sink:
-
-* `FileSink` writes one binlog file holding every event of the input that is kept, control
-  events included (the source's Rotate, Gtid_list, Binlog_checkpoint...), so that with no rules
-  the output is byte-identical to a single input file.
-* `SeriesSink` writes `<base>.000001`, ... plus `<base>.index` through `BinlogSeriesWriter`,
-  which frames every output file itself (FDE, Gtid_list/Previous_GTIDs computed from what the
-  output holds, Rotate); the source's own framing events are not carried over.
+transactions, lets one `TransactionFilter` decide, and hands what is kept to a sink
+(binlogs.sinks: `FileSink`, one file, or `SeriesSink`, a numbered series).
 
 Positions: a filtered binlog's `log_pos` values are renumbered to the output's offsets, except
 in relay logs, whose `log_pos` are the *source server's* coordinates and are copied unchanged

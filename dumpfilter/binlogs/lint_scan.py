@@ -25,9 +25,7 @@ the next units are fed as they come until a window of them is past, then every b
 (`_Lint.refresh`): a run of DDL costs what the Linter alone costs. Safety is asked once per table name and per
 key of a buffer (a keep byte each), and the core answers per unit in bulk
 (`UnitList.rows_many`): Python loops only over the units fed or looked at. A keyed unit the bits
-cannot rule out (it breaks, or diverges) is answered from its keys' verdicts where each key has one
-(`binlogs.lint_keyed`: the Linter's reading of a key's statement, asked once per key while the state
-holds), not decoded nor fed; a lone keyed DML unit likewise, from its shape's verdict.
+cannot rule out is answered from its keys' verdicts where each has one (`binlogs.lint_keyed`).
 """
 
 from __future__ import annotations

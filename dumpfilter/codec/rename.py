@@ -57,9 +57,9 @@ def position_reset(file: str, pos: int, fde: Event, server_id: int) -> list[Even
     """What a dump thread sends when it starts: an artificial Rotate naming `file` at `pos` (a
     replica's IO thread sets its position there, process_io_rotate, and its SQL thread its executed
     position between groups, Rotate_log_event::do_update_pos), then the file's Format_description
-    (log_pos 0: not counted; created 0: the replica's temporary tables stay), which the IO thread
-    needs after a Rotate. The Rotate is checksummed as the file's events are (binlog_checksum), not
-    as its Format_description, which a checksum-aware server ends with a CRC even under NONE."""
+    (`replayed_fde`), which the IO thread needs after a Rotate. The Rotate is checksummed as the
+    file's events are (binlog_checksum), not as its Format_description, which a checksum-aware
+    server ends with a CRC even under NONE."""
     return [artificial_rotate(file, pos, fmt=fde.fmt, server_id=server_id), replayed_fde(fde)]
 
 
