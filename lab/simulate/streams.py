@@ -1,9 +1,7 @@
 """The gRPC edge of a simulation: one master (`master.serve.grpc_server.create_server`) on a loopback
 port and `slave.node.Slave`s, each over its own real gRPC channel, each streaming from the first
-binlog file until it is caught up; a few worker threads run the streams (more threads than cores
-only fight over the GIL: they measure nothing). After each stream the master's own counters for
-that slave are read over the Stats RPC. Ctrl-C ends every stream early (the run's stop event): each
-worker returns at its next batch or failed attempt, and nothing writes after `run_streams`."""
+binlog file until it is caught up, WORKERS at a time (`run_streams`, which Ctrl-C ends early). After
+each stream the master's own counters for that slave are read over the Stats RPC."""
 
 from __future__ import annotations
 
@@ -143,8 +141,9 @@ def run_streams(address: str, plans: list[StreamJob], *,
                 concurrency: int = WORKERS, first_file: str = "", binlog_bytes: int = 0) -> list[StreamResult]:
     """Run every plan to caught-up, `concurrency` at a time; results in plan order. A stream that
     fails is recorded with its error (the caller decides what that means). `first_file`: the
-    master's first binlog file, where every stream starts. On KeyboardInterrupt, every
-    stream ends and every worker is joined before it propagates: nothing writes afterwards."""
+    master's first binlog file, where every stream starts. On KeyboardInterrupt, every stream ends
+    (the run's stop event: each worker returns at its next batch or failed attempt) and every worker
+    is joined before it propagates: nothing writes afterwards."""
     results = [StreamResult(plan) for plan in plans]
     stop = threading.Event()  # set: every stream ends
     todo: queue.SimpleQueue[StreamResult] = queue.SimpleQueue()

@@ -57,9 +57,8 @@ def print_report(runs: Sequence[RunResult], console: Console | None = None, *, m
             for side, outcome in (("reference replica", pair.reference), ("dumpfilter", pair.dumpfilter),
                                   ("real replica on the MySQL endpoint", pair.real_replica)):
                 if outcome is not None and not outcome.caught_up and outcome.error:
-                    console.print(f"  {pair.slave} ({run.binlog_format}): {side} {outcome.describe()}: "
-                                  f"{outcome.error}", markup=False, highlight=False,
-                                  style="red" if pair.verdict == DIFFERENT else None)
+                    console.print(f"  {pair.slave} ({run.binlog_format}): {side} {outcome.said()}", markup=False,
+                                  highlight=False, style="red" if pair.verdict == DIFFERENT else None)
             if pair.verdict != DIFFERENT:
                 continue
             console.print(f"[bold red]{pair.slave} ({run.binlog_format}) differs:[/]")
