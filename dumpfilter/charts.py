@@ -1,7 +1,7 @@
 """The charts of `dumpfilter simulate` and `dumpfilter experiment` (PNG, matplotlib Agg): the bytes
 sent per slave and skip policy (`policy_chart`), the MB/s sent against binlog time, each line's
 peak marked (`timeline_chart`: when, in the primary's day, the bytes and the savings come), and
-the MB sent per hour of binlog time (`hourly_chart`)."""
+the MB sent per hour (or minute) of binlog time (`hourly_chart`)."""
 
 from __future__ import annotations
 

@@ -327,6 +327,7 @@ def _draw_charts_child() -> None:
 
 
 def write_report(report: dict[str, Any], out: Path) -> list[Path]:
+    from dumpfilter.lab.simulate.breakdowns import write_csvs
     from dumpfilter.lab.simulate.html_report import write_html
     from dumpfilter.spark_jobs.bandwidth_experiment import _write_table
 
@@ -341,8 +342,6 @@ def write_report(report: dict[str, Any], out: Path) -> list[Path]:
             for row in report["slaves"]]
     _write_table(flat, CSV_FIELDS, out / "report", "csv")
     _write_table(timeline_rows(*timeline_series(report)), TIMELINE_FIELDS, out / "timeline", "csv")  # timeline.png's
-    from dumpfilter.lab.simulate.breakdowns import write_csvs
-
     draw_charts(report, paths[2], paths[3])
     write_html(report, paths[4], charts={"Bytes per slave and skip policy": paths[2],
                                          "MB/s sent against binlog time (the events' timestamps), peaks marked":

@@ -58,8 +58,7 @@ def prepare_source(source: MasterSource | None, work: Path, *, log: Callable[[st
             raise SourceError(f"{_at(source)}master.binlogs: {directory} is not a directory")
         return _prepared(directory, f"directory {directory}")
     if source.kind == "files":
-        directory = work / "binlog"
-        _fresh(directory)
+        directory = _fresh(work / "binlog")
         for path in source.files:
             if not Path(path).is_file():
                 raise SourceError(f"{_at(source)}master.files: {path} is not a file")
@@ -71,8 +70,7 @@ def prepare_source(source: MasterSource | None, work: Path, *, log: Callable[[st
         return PreparedSource(directory, f"{len(names)} file(s) from the topology", list(source.files))
     if source.kind == "workload":
         spec = WorkloadSpec(**source.options)
-        directory = work / "binlog"
-        _fresh(directory)
+        directory = _fresh(work / "binlog")
         generate(spec, directory)
         return _prepared(directory, f"built-in workload: {spec.schemas} schemas x {spec.tables_per_schema} tables, "
                                     f"{spec.transactions} transactions, {spec.binlog_format}, {spec.flavor}, "
@@ -92,10 +90,11 @@ def _prepared(directory: Path, description: str) -> PreparedSource:
     return PreparedSource(directory, description, files)
 
 
-def _fresh(directory: Path) -> None:
+def _fresh(directory: Path) -> Path:
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
+    return directory
 
 
 def _series_base(name: str) -> str:
@@ -165,8 +164,7 @@ def _from_mariadb(options: dict[str, Any], work: Path, log: Callable[[str], None
     if not mariadb_available():
         raise SourceError("--mariadb needs mariadbd and mariadb-install-db on PATH (apt install mariadb-server)")
     statements = mariadb_workload(**options)
-    directory = work / "binlog"
-    _fresh(directory)
+    directory = _fresh(work / "binlog")
     # Its own temp datadir and a free loopback port (never 3306); stopped by process id below.
     server = MariaDBServer("simulate", server_id=1, binlog_format="MIXED",
                            options=["--binlog-annotate-row-events=ON"])
