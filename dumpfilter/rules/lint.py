@@ -336,10 +336,9 @@ class Linter(ReplicaServer):
         elif kind is Kind.DROP_DB and info.db_statement_name:
             name = info.db_statement_name
             self.extra_dbs.pop(name, None)
-            for ref in [r for r in self.absent_tables if r[0] == name]:
-                self.absent_tables.pop(ref)
-            for ref in [r for r in self.extra_tables if r[0] == name]:
-                self.extra_tables.pop(ref)
+            for records in (self.absent_tables, self.extra_tables):  # its tables' records go with it
+                for ref in [r for r in records if r[0] == name]:
+                    del records[ref]
         elif kind in (Kind.CREATE_TABLE, Kind.CREATE_VIEW) and info.updated and not info.temporary:
             ref = info.updated[0]
             self.absent_tables.pop(ref, None)
