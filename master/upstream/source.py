@@ -148,8 +148,6 @@ class SourceReplicator:
                  failover_after: int = FAILOVER_AFTER):
         # The candidates (--source, repeated), in order; `current` is the one read.
         self.urls = list(url) if isinstance(url, (list, tuple)) else [url]
-        if failover_after < 1:
-            raise DumpFilterError(f"--source-failover-tries {failover_after}: must be 1 or more")
         self.failover_after = failover_after  # failed tries in a row before the other candidates are asked
         self.current = 0
         self.mirror, self.server_id = mirror, server_id
