@@ -537,6 +537,3 @@ def _heartbeat(raw: bytes, fmt: FormatDescription | None) -> tuple[str, int]:
         return Event(raw, 0, fmt).heartbeat
     except BinlogError as exc:
         raise MirrorError(f"the primary sent a malformed heartbeat: {exc}") from None
-
-
-__all__ = ["BinlogMirror", "MirrorError", "SeriesFull"]
