@@ -111,11 +111,7 @@ class BinlogMirror:
 
     def series_bytes(self) -> int:
         """The series' size on disk (what --max-series-bytes bounds)."""
-        total = 0
-        for name in self.files():
-            with contextlib.suppress(OSError):
-                total += os.stat(self.dir / name).st_size
-        return total
+        return sum(file_size(self.dir / name, 0) for name in self.files())
 
     def _resume_from_disk(self) -> None:
         """A series left by an earlier run: continue after its last complete unit."""
