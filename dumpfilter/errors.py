@@ -12,6 +12,8 @@ extend decides the exit code and the status.
 
 from __future__ import annotations
 
+import functools
+
 EXIT_CODE = 2  # every DumpFilterError, whatever the command
 
 
@@ -61,11 +63,7 @@ class BinlogError(DumpFilterError):
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         """Pickled as made (a Spark task's counts carry a cut back to the driver): its file and offset
         kept, not read again as a message with neither."""
-        return _binlog_error, (type(self), self.message, self.path, self.offset)
-
-
-def _binlog_error(cls: type[BinlogError], message: str, path: str | None, offset: int | None) -> BinlogError:
-    return cls(message, path=path, offset=offset)
+        return functools.partial(type(self), path=self.path, offset=self.offset), (self.message,)
 
 
 class ChecksumError(BinlogError):

@@ -52,10 +52,8 @@ def rules_to_proto(rules: RuleSet) -> dump_pb2.RuleList:
             continue
         rule_type = _type_name(enum_value)
         for value in getattr(rules, rule_type):
-            if rule_type in PAIR_TYPES:
-                out.rules.add(type=enum_value, value=value[0], to=value[1])
-            else:
-                out.rules.add(type=enum_value, value=value)
+            name, to = value if rule_type in PAIR_TYPES else (value, "")
+            out.rules.add(type=enum_value, value=name, to=to)
     return out
 
 

@@ -53,13 +53,11 @@ from dumpfilter.rules.statement_info import TableRef
 log = logging.getLogger("dumpfilter.master.lint")
 
 MiB = 1 << 20
-# The most one look of lint reads: the first look reads the whole binlog, so a binlog holding more
-# is not linted at Register (the warning says so); each later look reads what was appended since,
-# at most this much, and the next look goes on from there. A look reads the compiled scan and
-# feeds the Linter only the units that may matter (binlogs.lint.FollowingLint): about 1.1 GB of
-# ROW binlog per CPU second, 60 MB of MIXED with a break in every eighth transaction; it was 64
-# MiB while every unit went through Python (about 2 MB per CPU second).
-# `master serve --lint-max-mb` sets it; 0 turns lint off.
+# The most one look of lint reads (`master serve --lint-max-mb`; 0 turns lint off; see the module
+# docstring). A look reads the compiled scan and feeds the Linter only the units that may matter
+# (binlogs.lint.FollowingLint): about 1.1 GB of ROW binlog per CPU second, 60 MB of MIXED with a
+# break in every eighth transaction; it was 64 MiB while every unit went through Python (about 2 MB
+# per CPU second).
 LINT_MAX_BYTES = 1024 * MiB
 MAX_FOLLOWED = 256       # rule sets followed at once (each one Linter in the worker process)
 FOLLOW_EVERY = 0.5       # seconds: the binlog's changes are looked at at most this often

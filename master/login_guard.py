@@ -64,12 +64,10 @@ TRUSTED_PER_IDENTITY = 16  # addresses an identity proved itself from, remembere
 # password guesses takes at most this much CPU from the streams.
 CHECK_WORKERS = max(1, min(4, (os.cpu_count() or 2) // 4))
 CHECK_QUEUE = 8
-# A refusal without a check is answered after up to HOLD_SECONDS, on at most HOLD_SLOTS threads at
-# once (the gRPC face adds them to its pool, so a held refusal never takes a stream's thread).
+# The held refusals' and the reserved turns' sleeping threads (see the module docstring): the gRPC
+# face adds both to its pool, so that they never take a stream's thread.
 HOLD_SECONDS = 1.0
 HOLD_SLOTS = 16
-# A fresh connection's login waiting for its key's reserved check sleeps on one of these (the gRPC
-# face adds them to its pool too); a turn more than this many first_delays ahead is refused.
 RESERVED_SLOTS = 16
 # A fresh connection's first turn is a quick one (QUICK_TURNS per first_delay per key): there the
 # caller's cheap proof (a password proved before, by its keyed digest) may admit it at once; if it

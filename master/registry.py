@@ -146,7 +146,6 @@ class SlaveRegistry:
         # look reading at most `lint_bytes` of binlog (0: off); Register only asks, and never waits.
         self.lint = LintJobs(binlog_dir, lint_bytes, schema)
 
-
     # -- authorization ----------------------------------------------------------------------
     def authenticate(self, user: str = "", password: str = "", certificate_name: str | None = None) -> Identity:
         """The caller's identity. Without a policy file the master is open (every caller may do

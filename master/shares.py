@@ -97,8 +97,6 @@ class InFlight:
             yield
         finally:
             with self._lock:
-                left = self.used[key] - 1
-                if left:
-                    self.used[key] = left
-                else:
+                self.used[key] -= 1
+                if not self.used[key]:
                     del self.used[key]

@@ -31,10 +31,7 @@ class SlaveConfig:
     until_caught_up: bool = False
     apply_url: str | None = None
     relay_log_size: int = 64 << 20
-    # Group commit of relay-log.info: at most one commit (relay fsync, then the info) per this
-    # many seconds; the batches received meanwhile are covered by the next (0: commit each
-    # batch as soon as the previous commit is done). Never ahead of durable relay data either way.
-    relay_commit_interval: float = DEFAULT_COMMIT_INTERVAL
+    relay_commit_interval: float = DEFAULT_COMMIT_INTERVAL  # group commit of relay-log.info (slave.relay_log)
     heartbeat_period: float = 1.0
     tls_ca: Path | None = None
     tls_cert: Path | None = None     # mTLS: this slave's client certificate and key
@@ -52,15 +49,10 @@ class SlaveConfig:
     # --until-caught-up: how long to wait, once caught up, for the master's background lint of this
     # slave's rules (asked through Stats) before ending; 0: do not wait.
     lint_wait: float = 0.0
-    # Under the placeholder policy, ask the master for each run of placeholders as one placeholder
-    # that counts them (DumpRequest.placeholder_runs): the relay log, positions and counts are the
-    # same (a slave drops every placeholder; it counts a run as the placeholders a replica is
-    # sent), the wire carries about half the bytes. False: every placeholder as a replica gets it.
+    # Ask for runs of placeholders, and for skipped transactions in a row, each sent as one event
+    # (DumpRequest.placeholder_runs and skip_stretches in dump.proto): the relay log, positions and
+    # counts are the same. Stretches are not asked by a slave that rewrites databases (Slave._stream).
     placeholder_runs: bool = True
-    # Under the placeholder and empty-transaction policies, ask for skipped transactions in a row as
-    # one event holding what the relay log keeps of each (DumpRequest.skip_stretches): the relay log,
-    # positions and counts are the same; the slave scans one event instead of two or three per
-    # skipped transaction. Not asked by a slave that rewrites databases or watches each unit written.
     skip_stretches: bool = True
 
 

@@ -85,5 +85,3 @@ def master_error(exc: grpc.RpcError) -> DumpFilterError:
     code, details = exc.code(), exc.details() or ""
     kind = _ERRORS.get(code)
     return kind(f"master: {details}") if kind is not None else MasterError(code.name, details)
-
-

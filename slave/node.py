@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 import grpc
 import grpc.experimental
 
-
 from dumpfilter.codec import Event, EventType, TransactionGrouper, fix_transaction_length
 from dumpfilter.codec.constants import HEADER_LEN
 from dumpfilter.errors import (BinlogError, ChecksumError, DumpFilterError, ExternalError, MalformedEventError,
@@ -41,7 +40,6 @@ from dumpfilter.slave.status import (
     record_retry,
     record_sql_error,
 )
-
 from dumpfilter.slave.config import Counters, SlaveConfig
 from dumpfilter.slave.apply import ApplyError, apply_relay, parse_mysql_url
 from dumpfilter.slave.master_link import (FINAL_CODES, MAX_BACKOFF, LinkTimeoutError,

@@ -154,14 +154,12 @@ class Committer:
     `interval` seconds (and when batches come faster than a commit takes: two or three
     flushes); the newest hand-over waiting replaces the older ones, so one flush covers all of
     them, as MySQL's binlog group commit covers the transactions queued behind one flush
-    (binlog_group_commit_sync_delay is its interval). A crash loses nothing: the next start
-    cuts the relay log back to the relay-log.info it finds and fetches the rest again. The
-    receiving thread of a slave catching up never waits for the disk, except in `drain`
-    (before a relay file is closed, before --apply and when the stream ends), which returns
-    once every hand-over is on disk and checkpointed. An error of the thread (ENOSPC, EIO) is
-    raised by the next `submit` or `drain`. A hand-over submitted with `now` starts its commit
-    without waiting for the interval; one submitted `idle` (no relay byte written since the
-    last hand-over) waits up to `idle_interval` for company."""
+    (binlog_group_commit_sync_delay is its interval; `now` does not wait for it, `idle` waits
+    longer: IDLE_COMMIT_INTERVAL). A crash loses nothing (CHECKPOINT_INTERVAL). The receiving
+    thread of a slave catching up never waits for the disk, except in `drain` (before a relay
+    file is closed, before --apply and when the stream ends), which returns once every
+    hand-over is on disk and checkpointed. An error of the thread (ENOSPC, EIO) is raised by
+    the next `submit` or `drain`."""
 
     def __init__(self, path: Path, interval: float = 0.0, idle_interval: float = IDLE_COMMIT_INTERVAL):
         self.path = path

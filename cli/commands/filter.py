@@ -190,14 +190,12 @@ def _move_into_place(staging: Path, out: Path, written: list[Path], basename: st
         os.chmod(staging, 0o666 & ~umask)  # mkstemp made it 0600; a plain open() would not have
         os.replace(staging, out)
         return [out]
-    placed = []
     for path in written:
         os.replace(path, out / path.name)
-        placed.append(out / path.name)
     index = staging / f"{basename}.index"
     if index.exists():
         os.replace(index, out / index.name)
-    return placed
+    return [out / path.name for path in written]
 
 
 def summary_document(stats: FilterStats, written: list[Path], out_bytes: int, elapsed: float, *, flavor: str,
@@ -241,9 +239,7 @@ def print_summary(stats: FilterStats, written: list[Path], out_bytes: int, elaps
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"dumpfilter filter ({flavor} replica rules, {elapsed:.2f} s)")
-        for column in ("", "in", "kept", "not kept"):
-            table.add_column(column)
+        table = Table("", "in", "kept", "not kept", title=f"dumpfilter filter ({flavor} replica rules, {elapsed:.2f} s)")
         for row in rows:
             table.add_row(*row)
         console = Console(stderr=True)

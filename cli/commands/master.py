@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from dumpfilter.master.upstream.retention import SeriesRetention
     from dumpfilter.master.upstream.source import SourceReplicator, SourceURL
 
-    # --mysql-listen's settings, checked before anything starts: the replica map, TLS, the RSA keys.
-    MysqlOptions = tuple[ReplicaMap, EndpointTls, RsaKeys]
+    # --mysql-listen's settings, checked before anything starts: the replica map, TLS, the RSA keys, the limits.
+    MysqlOptions = tuple[ReplicaMap, EndpointTls, RsaKeys, EndpointLimits]
 
 
 SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
@@ -406,8 +406,11 @@ def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
         if args.mysql_require_secure_transport or args.mysql_rsa_key:
             raise DumpFilterError("--mysql-require-secure-transport and --mysql-rsa-key need --mysql-listen")
         return None
-    _mysql_limits(args)
+    from dumpfilter.master.endpoint.admission import EndpointLimits
     from dumpfilter.master.endpoint.tls import endpoint_tls
+
+    given = {dest: getattr(args, f"mysql_{dest}") for _, dest, *_ in _MYSQL_LIMITS}
+    limits = EndpointLimits(**{dest: value for dest, value in given.items() if value is not None})
 
     tls = endpoint_tls(args.tls_cert, args.tls_key, args.tls_client_ca, args.mysql_require_secure_transport)
     from dumpfilter.master.serve.grpc_server import parse_listen
@@ -416,7 +419,7 @@ def _mysql_options(args: argparse.Namespace) -> MysqlOptions | None:
 
     parse_listen(args.mysql_listen, "--mysql-listen")
     check_side_files(args, "--replicas", "--mysql-rsa-key")
-    return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key)
+    return ReplicaMap.load(args.replicas), tls, RsaKeys(args.mysql_rsa_key), limits
 
 
 def _mysql_endpoint(args: argparse.Namespace, master: MasterServer, mysql: MysqlOptions | None) -> MysqlEndpoint | None:
@@ -425,23 +428,16 @@ def _mysql_endpoint(args: argparse.Namespace, master: MasterServer, mysql: Mysql
         return None
     from dumpfilter.master.endpoint import MysqlEndpoint
 
-    replicas, tls, rsa_keys = mysql
+    replicas, tls, rsa_keys, limits = mysql
     try:
-        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas, limits=_mysql_limits(args),
-                                 tls=tls, rsa_keys=rsa_keys)
+        endpoint = MysqlEndpoint(master.service, args.mysql_listen, replicas=replicas, limits=limits, tls=tls,
+                                 rsa_keys=rsa_keys)
     except DumpFilterError:
         master.stop(0)
         raise
     host = args.mysql_listen.rpartition(":")[0]
     print(f"dumpfilter master: MySQL protocol for real replicas on {host}:{endpoint.port}", file=sys.stderr, flush=True)
     return endpoint
-
-
-def _mysql_limits(args: argparse.Namespace) -> EndpointLimits:
-    from dumpfilter.master.endpoint.admission import EndpointLimits
-
-    given = {dest: getattr(args, f"mysql_{dest}") for _, dest, *_ in _MYSQL_LIMITS}
-    return EndpointLimits(**{dest: value for dest, value in given.items() if value is not None})
 
 
 # -- the operator's commands ----------------------------------------------------------------

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 _SERVER_IDS = itertools.count(1000)  # a Slave given no server_id gets the next one (unique in this process)
 _COUNTERS = ("events_received", "bytes_received", "heartbeats", "placeholders", "events_relayed", "bytes_relayed")
+# Received's fields from the master's Stats for this server_id
+_MASTER_COUNTS = ("transactions_kept", "transactions_partial", "transactions_skipped", "empty_transactions", "kept_bytes")
 
 
 @dataclass(frozen=True)
@@ -230,11 +232,7 @@ class Slave:
         return Received(events=counts["events_received"], bytes=counts["bytes_received"],
                         heartbeats=counts["heartbeats"], placeholders=counts["placeholders"],
                         relayed_events=counts["events_relayed"], relayed_bytes=counts["bytes_relayed"],
-                        transactions_kept=int(stats.get("transactions_kept", 0)),
-                        transactions_partial=int(stats.get("transactions_partial", 0)),
-                        transactions_skipped=int(stats.get("transactions_skipped", 0)),
-                        empty_transactions=int(stats.get("empty_transactions", 0)),
-                        kept_bytes=int(stats.get("kept_bytes", 0)),
+                        **{name: int(stats.get(name, 0)) for name in _MASTER_COUNTS},
                         rule_hits={k: int(v) for k, v in stats.get("rule_hits", {}).items()})
 
     @property

@@ -13,8 +13,7 @@ from dumpfilter.codec.scanner import ROW_KEEP, ROW_SKIP, ROW_SLOW
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.errors import MalformedEventError
 from dumpfilter.rules.statements import plain_statement
-from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED
-from dumpfilter.rules.transaction_filter import FilterResult
+from dumpfilter.rules.transaction_filter import EMPTIED, KEPT, SKIPPED, FilterResult
 from dumpfilter.master.decide.flags import SCHEMA_DECISIONS, Hits, WordAnswer
 from dumpfilter.master.decide.rule_hits import RuleHits
 from dumpfilter.master.decide.statement_keys import StatementPathCounts

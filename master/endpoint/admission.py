@@ -56,8 +56,6 @@ class EndpointLimits:
                                        "(MySQL's smallest max_allowed_packet)")
 
 
-
-
 class Refused(Exception):
     """A connection the limits turn away: MySQL's ER_CON_COUNT_ERROR (or, past an identity's
     share, ER_TOO_MANY_USER_CONNECTIONS) with this message."""

@@ -86,10 +86,8 @@ class Dumping:
         self.dumping = True
         session = self._session()
         facts = session.facts
-        gtid_state = None
-        if request.gtid_set is not None:
-            gtid_state = request.gtid_set
-        elif session.has_user_var("slave_connect_state"):
+        gtid_state = request.gtid_set
+        if gtid_state is None and session.has_user_var("slave_connect_state"):
             # MariaDB: MASTER_USE_GTID sets @slave_connect_state; the file and position are ignored.
             gtid_state = session.user_var("slave_connect_state") or ""
         checksum = session.user_var("master_binlog_checksum") or session.user_var("source_binlog_checksum")
@@ -137,8 +135,7 @@ class Dumping:
         facts = session.facts
         try:
             file, start = self._start(request, gtid_state)
-            batches = self.service.stream(server_id, start=start,
-                                          gtid_state=gtid_state if gtid_state else None,
+            batches = self.service.stream(server_id, start=start, gtid_state=gtid_state or None,
                                           heartbeat_period=period if period > 0 else NO_HEARTBEAT,
                                           is_active=self._active, caller=self.identity)
             first = next(batches)
@@ -147,7 +144,8 @@ class Dumping:
         except (DumpFilterError, OSError) as exc:
             self._error(code_for(exc), str(exc) if not isinstance(exc, OSError) else f"cannot read the binlog: {exc}")
             return
-        log.info("mysql replica server_id %s: dump from %s:%s%s", server_id, file, start[1] if start else 4,
+        pos = start[1] if start else 4
+        log.info("mysql replica server_id %s: dump from %s:%s%s", server_id, file, pos,
                  f" (GTID state {gtid_state!r})" if gtid_state is not None else "")
         mariadb = session.has_user_var("mariadb_slave_capability")  # flag 0x02 means one thing to each
         annotate = mariadb and bool(request.flags & BINLOG_SEND_ANNOTATE_ROWS_EVENT)
@@ -157,19 +155,19 @@ class Dumping:
         # a CRC when the binlog carries them (the replica announced it handles them, else the dump
         # was refused). A client that asked for no checksums ('NONE', as mariadb-binlog does) gets
         # it without one, as a server sends it; the binlog's own events keep theirs (their FDE says so).
-        rotate = artificial_rotate(file, start[1] if start else 4, fmt=None if str(checksum).upper() == "NONE"
-                                   else fmt, server_id=facts.server_id).raw
+        rotate = artificial_rotate(file, pos, fmt=None if str(checksum).upper() == "NONE" else fmt,
+                                   server_id=facts.server_id).raw
         frame, send = self.stream.frame, self.stream.send_raw
         slave = self.service.slaves.get(server_id)
         policy = skip_policy.named(slave.reg.skip_policy if slave else skip_policy.DEFAULT)
         if period <= 0:
             policy = WithoutHeartbeats(policy)
-        count = ReplicaCount(self.service.binlog_dir, policy, file=file, pos=start[1] if start else 4,
+        count = ReplicaCount(self.service.binlog_dir, policy, file=file, pos=pos,
                              gtid_state=gtid_state, fmt=fmt, server_id=facts.server_id,
                              records_gtids=request.server_id in self.reported)
         # Its events renamed as its rules (the stream's current ones) rewrite, its position the master's.
-        names = PositionKeeper(live_renamer(lambda: slave.state if slave is not None else None), file=file,
-                               pos=start[1] if start else 4, server_id=facts.server_id)
+        names = PositionKeeper(live_renamer(lambda: slave.state if slave is not None else None), file=file, pos=pos,
+                               server_id=facts.server_id)
         try:
             send(frame(b"\x00" + rotate))
             batch = first

@@ -264,7 +264,6 @@ class Session:
         rows = [[name, value] for name, value in sorted(values.items()) if matches is None or matches(name)]
         return text_result_set([("Variable_name", TYPE_VAR_STRING), ("Value", TYPE_VAR_STRING)], rows)
 
-
     def _binlog_status(self) -> list[bytes]:
         """SHOW MASTER STATUS (MariaDB; SHOW BINLOG STATUS from 10.5.2) and SHOW BINARY LOG STATUS
         (MySQL 8.2+, MASTER STATUS before): where the newest file ends. python-mysql-replication

@@ -6,6 +6,7 @@ replica named nowhere registers with no rules (it receives what the master polic
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,13 +25,10 @@ class ReplicaMap:
         if path is None:
             return cls({}, {})
         topology = load_topology(path, by_user=True)  # an entry may name its replica by `user` alone
-        users: dict[str, list[SlaveSpec]] = {}
-        for spec in topology.slaves:
-            if spec.user:
-                users.setdefault(spec.user, []).append(spec)
         # A user maps a replica only when one entry names it: otherwise the server_id must decide.
+        users = Counter(spec.user for spec in topology.slaves if spec.user)
         return cls({s.server_id: s for s in topology.slaves if s.server_id},
-                   {user: specs[0] for user, specs in users.items() if len(specs) == 1}, str(path))
+                   {s.user: s for s in topology.slaves if s.user and users[s.user] == 1}, str(path))
 
     def registration(self, server_id: int, user: str, hostname: str) -> Registration:
         spec = self.by_server_id.get(server_id) or self.by_user.get(user)

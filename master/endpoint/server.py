@@ -164,7 +164,6 @@ class MysqlEndpoint:
                    "require_secure_transport": "ON" if self.tls.require_secure_transport else "OFF",
                    "default_authentication_plugin": "caching_sha2_password"})
 
-
     def row_metadata(self) -> str | None:
         """@@binlog_row_metadata as the served binlog shows it, looked for again only when the
         newest file changed (or grew, while no Table_map was found)."""

@@ -13,8 +13,7 @@ from dumpfilter.codec import Transaction, bad_magic
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.constants import MAGIC
 from dumpfilter.errors import BinlogError, PositionError, TruncatedBinlogError
-from dumpfilter.codec.scanner import F_HAS_FDE, Scanner, unit_events
-from dumpfilter.codec.scanner import UnitRecord, unit_record
+from dumpfilter.codec.scanner import F_HAS_FDE, Scanner, UnitRecord, unit_events, unit_record
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.binlogs.files import Listing, open_regular
 from dumpfilter.binlogs.tail import confined_rotate_target

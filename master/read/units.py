@@ -12,9 +12,8 @@ from dumpfilter.codec.constants import GTID_EVENT_TYPES, LOG_EVENT_ARTIFICIAL_F
 from dumpfilter.codec.format_description import FormatDescription
 from dumpfilter.codec.event import query_text
 from dumpfilter.errors import BinlogError
-from dumpfilter._core import StatementEnd
+from dumpfilter._core import StatementEnd, statements as core_statements
 from dumpfilter.codec.scanner import unit_events
-from dumpfilter._core import statements as core_statements
 from dumpfilter.codec.transactions import CONTROL, STATEMENT, TRANSACTION
 
 if TYPE_CHECKING:

@@ -134,12 +134,10 @@ class HeadAcceptor:
                 pending.head += data
                 if _END in pending.head or len(pending.head) > MAX_HEAD:
                     break
-        except ssl.SSLWantReadError:
+        except (ssl.SSLWantReadError, BlockingIOError, InterruptedError):
             return
         except ssl.SSLWantWriteError:
             self.selector.modify(sock, selectors.EVENT_READ | selectors.EVENT_WRITE, pending)
-            return
-        except (BlockingIOError, InterruptedError):
             return
         except OSError:   # a reset, a failed TLS handshake
             log.debug("metrics: a connection from %s failed", pending.address, exc_info=True)

@@ -68,7 +68,6 @@ def steady_thresholds(mmap: int = MMAP_THRESHOLD, trim: int = TRIM_THRESHOLD) ->
     return mallopt is not None and mallopt(_M_MMAP_THRESHOLD, mmap) == 1 and mallopt(_M_TRIM_THRESHOLD, trim) == 1
 
 
-
 def trim_freed(every: float = TRIM_EVERY, above: int = TRIM_ABOVE) -> threading.Thread | None:
     """Hands the whole pages of the memory freed inside the arenas back to the OS every `every`
     seconds while the process's RssAnon is over `above` bytes (malloc_trim(0), on a daemon thread

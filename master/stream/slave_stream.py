@@ -510,8 +510,7 @@ class SlaveStream:
         self.pos = self.slave.position = (file, 4)
 
     def _advance(self, unit: Unit) -> None:
-        self.pos = unit.end
-        self.slave.position = unit.end
+        self.pos = self.slave.position = unit.end
 
     # -- the skip policy's sink (skip_policy.UnitSink) for a unit `_unit` decided ------------
     def emit(self, events: list[Event]) -> int:
@@ -535,10 +534,8 @@ class SlaveStream:
         """Queue events; returns their bytes. Which are kept and which the skip policy's (its
         `tally`) is the caller's to count."""
         stats = self.slave.stats
-        size = 0
-        for event in events:
-            self.parts.append(event.raw)
-            size += event.size
+        self.parts.extend(event.raw for event in events)
+        size = sum(event.size for event in events)
         self.batch_bytes += size
         stats.events_sent += len(events)
         stats.bytes_sent += size

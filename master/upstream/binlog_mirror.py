@@ -111,11 +111,7 @@ class BinlogMirror:
 
     def series_bytes(self) -> int:
         """The series' size on disk (what --max-series-bytes bounds)."""
-        total = 0
-        for name in self.files():
-            with contextlib.suppress(OSError):
-                total += os.stat(self.dir / name).st_size
-        return total
+        return sum(file_size(self.dir / name, 0) for name in self.files())
 
     def _resume_from_disk(self) -> None:
         """A series left by an earlier run: continue after its last complete unit."""
@@ -537,6 +533,3 @@ def _heartbeat(raw: bytes, fmt: FormatDescription | None) -> tuple[str, int]:
         return Event(raw, 0, fmt).heartbeat
     except BinlogError as exc:
         raise MirrorError(f"the primary sent a malformed heartbeat: {exc}") from None
-
-
-__all__ = ["BinlogMirror", "MirrorError", "SeriesFull"]

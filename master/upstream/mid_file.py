@@ -157,6 +157,3 @@ def series_head(fde: bytes, state: MariadbState | MysqlGtidSet, pos: int) -> byt
                            timestamp=timestamp, log_pos=len(out) + size, flags=LOG_EVENT_IGNORABLE_F).raw
         gap -= size
     return bytes(out)
-
-
-__all__ = ["FILLER_MAX", "MariadbState", "MidFileError", "read_head", "read_packet", "send_command", "series_head"]

@@ -146,6 +146,3 @@ def _mtime(path: str | Path) -> float:
         return os.stat(path).st_mtime
     except OSError:
         return 0.0
-
-
-__all__ = ["PurgeChoice", "RetentionLimits", "SeriesRetention", "choose_purge"]

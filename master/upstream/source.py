@@ -148,8 +148,6 @@ class SourceReplicator:
                  failover_after: int = FAILOVER_AFTER):
         # The candidates (--source, repeated), in order; `current` is the one read.
         self.urls = list(url) if isinstance(url, (list, tuple)) else [url]
-        if failover_after < 1:
-            raise DumpFilterError(f"--source-failover-tries {failover_after}: must be 1 or more")
         self.failover_after = failover_after  # failed tries in a row before the other candidates are asked
         self.current = 0
         self.mirror, self.server_id = mirror, server_id
@@ -326,8 +324,8 @@ class SourceReplicator:
             if by_mysql_gtid:
                 return conn, *self._dump_mysql_gtid(conn)
             file, pos = ("", 4) if gtid is not None else self._start_position(conn)
-            send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
-                         + struct.pack("<HII", 0, 0, 0))
+            # server_id, empty report_host, report_user and report_password, port, rank, master_id
+            send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I3BHII", self.server_id, 0, 0, 0, 0, 0, 0))
             read_packet(conn)
             if gtid is None:
                 self.mirror.begin(file, pos)
@@ -356,13 +354,11 @@ class SourceReplicator:
         re-sent against the series. Returns (the first packet, where the dump started)."""
         executed = self.mirror.gtids.mysql
         encoded = executed.encode()
-        send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I", self.server_id) + b"\0\0\0"
-                     + struct.pack("<HII", 0, 0, 0))
+        send_command(conn, COM_REGISTER_SLAVE, struct.pack("<I3BHII", self.server_id, 0, 0, 0, 0, 0, 0))
         read_packet(conn)
         self.mirror.begin_gtid()
-        send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_THROUGH_GTID | USE_HEARTBEAT_EVENT_V2,
-                                                             self.server_id, 0)
-                     + struct.pack("<QI", 4, len(encoded)) + encoded)
+        send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HIIQI", BINLOG_THROUGH_GTID | USE_HEARTBEAT_EVENT_V2,
+                                                             self.server_id, 0, 4, len(encoded)) + encoded)
         data = read_packet(conn)  # raises the primary's ERR packet as a MySQLError
         return data, f"GTID set '{executed}'"
 
@@ -473,9 +469,8 @@ class SourceReplicator:
         try:
             with conn.cursor() as cur:
                 crc = 4 if _checksums(cur, True) else 0
-            send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HII", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
-                                                                 self.server_id, 0)
-                         + struct.pack("<QI", 4, len(encoded)) + encoded)
+            send_command(conn, COM_BINLOG_DUMP_GTID, struct.pack("<HIIQI", BINLOG_DUMP_NON_BLOCK | BINLOG_THROUGH_GTID,
+                                                                 self.server_id, 0, 4, len(encoded)) + encoded)
             raw = read_packet(conn)[1:]
         finally:
             conn.close()

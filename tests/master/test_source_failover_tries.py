@@ -9,7 +9,6 @@ import threading
 
 import pytest
 
-from dumpfilter.errors import DumpFilterError
 from dumpfilter.master.upstream import source as source_module
 from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
 from dumpfilter.master.upstream.source import FAILOVER_AFTER, SourceReplicator, SourceURL
@@ -52,9 +51,12 @@ def test_the_option_sets_how_many_tries_give_a_source_up(tmp_path, monkeypatch, 
     assert _tries_before_failover(tmp_path, monkeypatch, failover_after=tries) == tries
 
 
-def test_fewer_than_one_try_is_refused(tmp_path):
-    with pytest.raises(DumpFilterError, match="--source-failover-tries 0"):
-        SourceReplicator([SourceURL.parse("mysql://repl@127.0.0.1:1")], BinlogMirror(tmp_path), failover_after=0)
+def test_fewer_than_one_try_is_refused(tmp_path, capsys):
+    from dumpfilter.cli.app import main
+
+    assert main(["master", "serve", "--binlog-dir", str(tmp_path), "--source", "mysql://repl@127.0.0.1:1",
+                 "--source-failover-tries", "0"]) == 2
+    assert "--source-failover-tries 0: must be 1 or more" in capsys.readouterr().err
 
 
 def test_the_option_needs_source(tmp_path, capsys):
