@@ -108,7 +108,6 @@ def secret_of(body: dict[str, Any], fail: Fail) -> Secret | None:
                           "pbkdf2_sha256$ITERATIONS$SALT_HEX$HASH_HEX (dumpfilter master hash-password)")
 
 
-
 @dataclass(frozen=True)
 class Grant:
     """One section's part in gates: what its identity may receive, which server_ids it may use,

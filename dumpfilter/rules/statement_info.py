@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
-
-
 TableRef = tuple[str, str]  # (db, table); db is the default database for unqualified names
 
 

@@ -92,7 +92,7 @@ def _rule_group(rules: RuleSet, settings: Settings, gate: Gate | None) -> RuleGr
     ~290 key shapes again for each of 48 rule groups; a DDL-heavy binlog counted a segment at a
     time decided each DDL's class again for each). Effective semantics replays the schema: a new
     engine and group per chunk. A thread's groups number key shapes alike (one `KeyShapes`),
-    classes alike (one `LoneUnits`: `_lone_units`) and share one schema model."""
+    classes alike (one `LoneUnits`) and share one schema model."""
     held: dict[tuple[str, str, Gate | None], RuleGroup] = _HELD.__dict__.setdefault("groups", {})
     shapes: KeyShapes | None = getattr(_HELD, "shapes", None)
     if (shapes is None or len(held) >= _HELD_MAX or len(shapes) + len(shapes.names) > _HELD_MAX << 6
@@ -111,14 +111,6 @@ def _rule_group(rules: RuleSet, settings: Settings, gate: Gate | None) -> RuleGr
         if mysql:
             held[key] = found
     return found
-
-
-def _lone_units() -> LoneUnits:
-    """This thread's lone units (their classes numbered for its held rule groups: `_rule_group`)."""
-    if getattr(_HELD, "lone", None) is None:
-        _HELD.lone = LoneUnits()
-    lone: LoneUnits = _HELD.lone
-    return lone
 
 
 class _SlaveCounter:
@@ -211,7 +203,6 @@ class _SlaveCounter:
         return self.out
 
 
-
 def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None = None, *,
                 verify_checksums: bool = True) -> list[ChunkCounts]:
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
@@ -266,7 +257,8 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
             heartbeat = HEADER_LEN + len(chunk.name.encode()) + crc_len
             counters = [_SlaveCounter(s.name, s.rules, s.settings, s.skip_policy, gate, chunk, heartbeat, answers)
                         for s, gate in distinct]
-            lone = _lone_units()  # the lone statements, read once for every rule group (after theirs are held)
+            # the lone statements, read once for every rule group (after theirs are held: `_rule_group`)
+            lone: LoneUnits = _HELD.__dict__.setdefault("lone", LoneUnits())
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
