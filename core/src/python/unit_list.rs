@@ -312,7 +312,9 @@ impl PyUnitList {
     /// The MySQL GTIDs of the complete units among units[start..stop], as runs of consecutive
     /// gnos per source, and the units whose tagged GTID the caller decodes (see gtid_runs).
     fn mysql_gtids(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<MysqlGtids> {
-        super::unit_list_reads::mysql_gtids(py, &self.list, &self.bufs, start, stop)
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let found = crate::gtid_runs::mysql_gtids(&self.list, &bufs, start, stop);
+        super::unit_list_reads::gtids_record(py, found)
     }
 
     /// How many distinct (domain, server_id) the MariaDB GTIDs have.
@@ -409,7 +411,9 @@ impl PyUnitList {
 
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
     /// cannot show name only tables `keep` keeps (gate_reads::GateReads::annotations_unshown:
-    /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order.
+    /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order:
+    /// what the scan threads read ahead (`scan_start(annotations=True)`) taken, the rest read
+    /// here, without the GIL.
     fn annotations_unshown(
         &self,
         py: Python<'_>,
@@ -418,8 +422,9 @@ impl PyUnitList {
         names: Vec<(String, String)>,
         formats: Vec<(usize, usize, usize)>,
     ) -> Vec<usize> {
-        let on = (&self.list, &self.bufs[..], &self.gate);
-        super::unit_list_reads::annotations_unshown(py, on, row, keep, &names, &formats)
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let (list, gate) = (&self.list, &self.gate);
+        py.detach(|| gate.annotations_unshown(list, &bufs, &formats, &names, row, keep))
     }
 
     /// Adds units[i..j)'s Table_maps, per (i, j) of `ranges`, to `counts` (u32 per name id).
