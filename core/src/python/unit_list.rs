@@ -2,6 +2,8 @@
 //! buffers its units lie in; scanned into (on a thread, or not), read back unit by unit, and
 //! sent from per stream (`UnitList.send`).
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -41,7 +43,7 @@ pub(super) struct PyUnitList {
     /// `statements`), until `statement_units` takes them (or builds anew: see there).
     pub(super) ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
-    took_ahead: std::sync::atomic::AtomicBool,
+    took_ahead: AtomicBool,
     /// What gated streams read of the texts, once for all (`rows_many`, `annotations_unshown`).
     gate: GateReads,
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
@@ -93,7 +95,7 @@ impl PyUnitList {
             scans_inline: 0,
             stmts: std::sync::OnceLock::new(),
             ahead: std::sync::Mutex::new(None),
-            took_ahead: std::sync::atomic::AtomicBool::new(false),
+            took_ahead: AtomicBool::new(false),
             gate: GateReads::default(),
             unit_statements_ahead: 0,
             forms: FormsCache::default(),
@@ -237,13 +239,13 @@ impl PyUnitList {
     /// thread (`scan_start(annotations=True)`; see gate_reads::GateReads::annotations_unshown).
     #[getter]
     fn annotations_read_here(&self) -> usize {
-        self.gate.read_here()
+        self.gate.read_here.load(Relaxed)
     }
 
     /// Whether `statement_units` took the statement units the scan thread built (see there).
     #[getter]
     fn statements_ahead(&self) -> bool {
-        self.took_ahead.load(std::sync::atomic::Ordering::Relaxed)
+        self.took_ahead.load(Relaxed)
     }
 
     fn __len__(&self) -> usize {
@@ -389,8 +391,7 @@ impl PyUnitList {
                 let ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let built = match ahead {
                     Some((format, st)) if self.bufs.len() == 1 && formats == [format] => {
-                        self.took_ahead
-                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        self.took_ahead.store(true, Relaxed);
                         st
                     }
                     _ => {
