@@ -393,10 +393,6 @@ class FlagWords:
         One byte per (db, table) of `names` (1: slave bit `bit` keeps it): a segment's keep
         bytes for `UnitList.rows_many`.
         """
-    def word(self, db: builtins.str, table: builtins.str) -> bytes:
-        r"""
-        The whole word of (db, table) as little-endian bytes (the reference path's masks).
-        """
     def invalidate(self) -> None:
         r"""
         Forgets every word (slaves or their rules changed).
@@ -1476,7 +1472,9 @@ class UnitList:
         r"""
         The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
         cannot show name only tables `keep` keeps (gate_reads::GateReads::annotations_unshown:
-        `names` (db, table) by name id, `formats` as `statement_units` takes them), in order.
+        `names` (db, table) by name id, `formats` as `statement_units` takes them), in order:
+        what the scan threads read ahead (`scan_start(annotations=True)`) taken, the rest read
+        here, without the GIL.
         """
     def tally_names(self, ranges: typing.Sequence[tuple[builtins.int, builtins.int]], counts: bytearray) -> None:
         r"""

@@ -299,17 +299,13 @@ pub fn assemble(
         }
         // Partly kept: whole statements dropped, when each statement's tables get one answer
         // (or, in a statement unit, each Query's key).
-        let (joined, events_out) = if let (true, Some(s)) = (by_keys, stmt.as_deref()) {
+        let made = match (by_keys, stmt.as_deref()) {
             // (a MySQL statement unit cut by its keys is left to Python's framing)
-            let Some(p) = s.units.partial(i, buf, s.keep).filter(|_| mariadb) else {
-                break;
-            };
-            p
-        } else {
-            let Some(p) = cut(buf, u, ids, keep, opt.crc) else {
-                break;
-            };
-            p
+            (true, Some(s)) => s.units.partial(i, buf, s.keep).filter(|_| mariadb),
+            _ => cut(buf, u, ids, keep, opt.crc),
+        };
+        let Some((joined, events_out)) = made else {
+            break;
         };
         let written = push_made(&mut out, &joined, out_pos, opt.crc);
         out_pos += written;

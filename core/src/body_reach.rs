@@ -57,8 +57,7 @@ impl Cur<'_> {
                         && self.is_word_at(i + 2, b"ROW")
                     {
                         let start = i + 3;
-                        if self.is_word_at(start, b"FOLLOWS") || self.is_word_at(start, b"PRECEDES")
-                        {
+                        if self.is_any_at(start, &[b"FOLLOWS", b"PRECEDES"]) {
                             return start + 2;
                         }
                         return start;
@@ -74,7 +73,7 @@ impl Cur<'_> {
                 // a routine go without one (`CREATE PROCEDURE p AS BEGIN ... END`): its body
                 // starts after the name then.
                 let mut at = (0..n)
-                    .find(|&i| self.word_at(i).is_some_and(|w| one_of(w, ROUTINE_WORDS)))
+                    .find(|&i| self.is_any_at(i, ROUTINE_WORDS))
                     .map_or(0, |i| i + 1);
                 at += usize::from(self.is_word_at(at, b"BODY"));
                 if self.is_word_at(at, b"IF")
@@ -108,10 +107,7 @@ impl Cur<'_> {
     /// `OLD.c` (a trigger's row, not a table).
     fn plain(&self, from: usize, to: usize, trigger: bool) -> bool {
         (from..to).all(|i| {
-            if self.is_punct_at(i, b'(')
-                || self.is_word_at(i, b"NEXT")
-                || self.is_word_at(i, b"PREVIOUS")
-            {
+            if self.is_punct_at(i, b'(') || self.is_any_at(i, &[b"NEXT", b"PREVIOUS"]) {
                 return false;
             }
             if !self.is_punct_at(i, b'.') {
@@ -172,7 +168,7 @@ impl Cur<'_> {
 pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
     let lexed = read(sql)?;
     let body = Cur::new(sql, &lexed.toks);
-    if !(body.is_word_at(0, b"CREATE") || body.is_word_at(0, b"ALTER")) {
+    if !body.is_any_at(0, &[b"CREATE", b"ALTER"]) {
         return None;
     }
     let trigger = form == FORM_TRIGGER;
@@ -196,7 +192,7 @@ pub fn body_reach(sql: &[u8], form: u8) -> Option<BodyReach> {
             continue;
         }
         let end = if i < n { body.toks[i].start } else { sql.len() };
-        let verb = (piece..to).find(|&k| body.word_at(k).is_some_and(|w| one_of(w, BODY_VERBS)));
+        let verb = (piece..to).find(|&k| body.is_any_at(k, BODY_VERBS));
         let cleared = match verb {
             None if body.plain(piece, to, trigger) => continue,
             Some(verb) if body.plain(piece, verb, trigger) => {

@@ -143,18 +143,12 @@ pub fn reaches_key_alone(sql: &[u8], shape: &Shape) -> bool {
             }
             b'`' => {
                 let start = i + 1;
-                i += 1;
-                loop {
-                    if i >= n {
-                        return false;
-                    }
-                    if sql[i] == b'`' {
-                        if i + 1 < n && sql[i + 1] == b'`' {
-                            return false; // a doubled backquote: left to Python
-                        }
-                        break;
-                    }
-                    i += 1;
+                let Some(len) = sql[start..].iter().position(|c| *c == b'`') else {
+                    return false;
+                };
+                i = start + len;
+                if sql.get(i + 1) == Some(&b'`') {
+                    return false; // a doubled backquote: left to Python
                 }
                 last = Some((&sql[start..i], true));
                 i += 1;

@@ -67,11 +67,6 @@ pub fn needs_ahead<N: AsRef<[u8]>>(
 }
 
 impl GateReads {
-    /// Units whose annotations a stream read itself (`annotations_unshown`), not found read ahead.
-    pub fn read_here(&self) -> usize {
-        self.read_here.load(Ordering::Relaxed)
-    }
-
     /// `out` (a stream's row with its statement units answered by key: rows::rows_many) with
     /// every statement unit answered there turned ROW_SLOW when it holds a statement of a key
     /// whose KEEP_KEEP holds only for texts that reach its table alone (`gated` 1) and whose

@@ -15,11 +15,8 @@ pub fn u32_at(buf: &[u8], at: usize) -> Option<u32> {
 
 #[inline]
 pub fn u64_at(buf: &[u8], at: usize) -> Option<u64> {
-    buf.get(at..at + 8).map(|b| {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(b);
-        u64::from_le_bytes(a)
-    })
+    buf.get(at..at + 8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
 }
 
 /// A packed (length-encoded) integer at body[at..]: its value and where it ends; None where it

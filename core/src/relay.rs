@@ -83,6 +83,15 @@ pub struct LoneFormat {
     pub crc_len: usize,
 }
 
+impl LoneFormat {
+    /// Whether `event` is framing: an XID, or a Query whose text is (`stmt::framing`).
+    fn frames(&self, event: &[u8]) -> bool {
+        event[4] == XID
+            || query_ranges(event, 0, self.query_post, self.crc_len)
+                .is_some_and(|(_, sql)| framing(&event[sql]))
+    }
+}
+
 /// A lone statement: a complete unit of two events, a GTID (MariaDB's, MySQL's or an
 /// Anonymous_GTID, as long as a MariaDB GTID with a checksum at least) and a plain QUERY whose
 /// lengths add up (DDL); its text ranges in `buf`. The slave's Python loop takes the same units
@@ -256,11 +265,7 @@ fn framing_only(buf: &[u8], u: &Unit, f: LoneFormat) -> bool {
     };
     let mut walk = hops::events(raw, u.gtid_size as usize, raw.len());
     for (p, size) in walk.by_ref() {
-        let event = &raw[p..p + size];
-        let framed = event[4] == XID
-            || query_ranges(event, 0, f.query_post, f.crc_len)
-                .is_some_and(|(_, sql)| framing(&event[sql]));
-        if !framed || is_placeholder(raw, p) {
+        if !f.frames(&raw[p..p + size]) || is_placeholder(raw, p) {
             return false;
         }
     }
@@ -293,18 +298,12 @@ fn mysql_placeholder_unit(
         1u64,
     );
     for (p, size) in walk.by_ref() {
-        let event = &raw[p..p + size];
         if is_placeholder(raw, p) {
             holes += 1;
-        } else {
-            let framing_query = || {
-                query_ranges(event, 0, f.query_post, f.crc_len)
-                    .is_some_and(|(_, sql)| framing(&event[sql]))
-            };
-            if event[4] != XID && !framing_query() {
-                return None;
-            }
+        } else if f.frames(&raw[p..p + size]) {
             events += 1;
+        } else {
+            return None;
         }
     }
     // A skipped DDL's GTID and placeholder: no event ends it, so the scanner's unit is not
@@ -312,11 +311,7 @@ fn mysql_placeholder_unit(
     if walk.at != raw.len() || holes == 0 || (u.flags & F_COMPLETE == 0 && events > 1) {
         return None;
     }
-    let at = own.len();
-    if crate::skip_forms::relayed_placeholders(raw, f.crc_len != 0, own).is_none() {
-        own.truncate(at);
-        return None;
-    }
+    crate::skip_forms::relayed_placeholders(raw, f.crc_len != 0, own)?;
     Some((if events == 1 { 3 } else { events }, holes))
 }
 
@@ -354,7 +349,6 @@ fn holed_unit(
     if u.flags & F_MARIADB_GTID == 0 {
         let at = plan.own.len();
         if crate::skip_forms::relayed_placeholders(raw, crc, &mut plan.own).is_none() {
-            plan.own.truncate(at);
             return false;
         }
         plan.made(at);

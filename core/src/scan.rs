@@ -475,15 +475,16 @@ impl Scanner {
         id
     }
 
-    /// The (db, table) name id of the Table_map at buf[pos..nxt], None when malformed.
-    fn table_map_name(
+    /// Adds the Table_map at buf[pos..nxt] to the open unit's (its table id and (db, table) name
+    /// id: `ids`, `tables`); None when malformed.
+    fn add_table_map(
         &mut self,
         buf: &[u8],
         pos: usize,
         nxt: usize,
         fmt_post: usize,
         crc_len: usize,
-    ) -> Option<u32> {
+    ) -> Option<()> {
         let body_end = nxt.checked_sub(crc_len)?;
         let i = pos + HEADER_LEN + fmt_post;
         let db_len = *buf.get(i)? as usize;
@@ -494,11 +495,12 @@ impl Scanner {
             return None;
         }
         let key = &buf[i..key_end];
-        let mut tid = [0u8; 6];
-        tid.copy_from_slice(buf.get(pos + 19..pos + 25)?);
+        let tid: [u8; 6] = buf.get(pos + 19..pos + 25)?.try_into().ok()?;
+        self.ids.push(tid);
         let slot = &mut self.name_cache[tid[0] as usize % NAME_CACHE_SLOTS];
         if slot.tid == tid && slot.key == key {
-            return Some(slot.id);
+            self.tables.push(slot.id);
+            return Some(());
         }
         let db = &buf[i + 1..i + 1 + db_len];
         let table = &buf[tbl + 1..key_end];
@@ -508,7 +510,8 @@ impl Scanner {
         slot.key.clear();
         slot.key.extend_from_slice(key);
         slot.id = id;
-        Some(id)
+        self.tables.push(id);
+        Some(())
     }
 
     /// Groups buf[off..] into units. Stops at the first partial event, after the first unit

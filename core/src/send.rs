@@ -433,10 +433,7 @@ pub fn relayed(
 /// False, `out` as it was, for any other form (a MariaDB statement unit's): the caller takes it.
 fn relayed_form(u: &ListedUnit, form: &[u8], events: u64, crc: bool, out: &mut Vec<u8>) -> bool {
     if u.flags & F_MARIADB_GTID == 0 {
-        let at = out.len();
-        let made = skip_forms::relayed_placeholders(form, crc, out);
-        out.truncate(if made.is_some() { out.len() } else { at });
-        return made.is_some();
+        return skip_forms::relayed_placeholders(form, crc, out).is_some();
     }
     // The unit the master sent, as the slave's relay run reads it.
     let sent = Unit {
@@ -521,9 +518,7 @@ pub(crate) fn run_end(row: &[u8], i: usize) -> usize {
     let pattern = u64::from_ne_bytes([answer; 8]);
     let mut j = i + 1;
     while j + 8 <= row.len() {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&row[j..j + 8]);
-        let differs = u64::from_le_bytes(word) ^ pattern;
+        let differs = u64::from_le_bytes(row[j..j + 8].try_into().expect("8 bytes")) ^ pattern;
         if differs != 0 {
             return j + (differs.trailing_zeros() / 8) as usize;
         }

@@ -180,18 +180,10 @@ pub fn statement_verb(sql: &[u8]) -> &[u8] {
         if b < 0x80 {
             break;
         }
-        let len = match b {
-            0xc2..=0xdf => 2,
-            0xe0..=0xef => 3,
-            0xf0..=0xf4 => 4,
-            _ => break,
-        };
-        match s
-            .get(end..end + len)
-            .and_then(|c| std::str::from_utf8(c).ok())
-            .and_then(|c| c.chars().next())
-        {
-            Some(c) if c.is_alphabetic() => end += len,
+        // The character starting here (a UTF-8 one is at most 4 bytes), where it decodes.
+        let mut chunks = s[end..s.len().min(end + 4)].utf8_chunks();
+        match chunks.next().and_then(|c| c.valid().chars().next()) {
+            Some(c) if c.is_alphabetic() => end += c.len_utf8(),
             _ => break,
         }
     }

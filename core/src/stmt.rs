@@ -278,11 +278,10 @@ pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option
             return None;
         }
         let t = c.token();
-        if !t.is_empty() && one_of(t, mods) {
-            c.at += t.len();
-            continue;
+        if !one_of(t, mods) {
+            break;
         }
-        break;
+        c.at += t.len();
     }
     match kind {
         KIND_INSERT | KIND_REPLACE => {
@@ -347,18 +346,11 @@ pub fn dml_shape_read(sql: &[u8], literals: impl FnOnce() -> Literals) -> Option
         KIND_REPLACE if selects => KIND_REPLACE_SELECT,
         k => k,
     };
-    Some(match second {
-        Some(table) => Shape {
-            kind,
-            db: Some(first),
-            table,
-        },
-        None => Shape {
-            kind,
-            db: None,
-            table: first,
-        },
-    })
+    let (db, table) = match second {
+        Some(table) => (Some(first), table),
+        None => (None, first),
+    };
+    Some(Shape { kind, db, table })
 }
 
 /// Whether a replica's SQL thread applies a Query with this text whatever its database filter

@@ -192,16 +192,10 @@ impl StmtUnits {
     /// Unit k's answer from `keep` (a keep byte per key id): (statements, statements kept); None
     /// when it is not a statement unit by keys, or a key's answer is neither keep nor drop.
     pub fn answer(&self, k: usize, keep: &[u8]) -> Option<(u64, u64)> {
-        let (mut content, mut kept) = (0u64, 0u64);
-        for p in self.of(k)?.iter().filter(|p| p.key != ALWAYS) {
-            content += 1;
-            match keep::at(keep, p.key as usize) {
-                Keep::Keep => kept += 1,
-                Keep::Drop => {}
-                Keep::Ask => return None,
-            }
-        }
-        Some((content, kept))
+        let mut kept = 0u64;
+        self.kept_each(k, keep, |p| kept += u64::from(p.key != ALWAYS))?;
+        let content = self.of(k)?.iter().filter(|p| p.key != ALWAYS).count();
+        Some((content as u64, kept))
     }
 
     /// Unit k's keyed statements in order, each as (its key id, its Query event's offset in

@@ -134,16 +134,18 @@ pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) 
         if written.is_empty() || envelope == 0 {
             continue;
         }
-        let (each, left) = (
-            envelope / written.len() as u64,
-            envelope % written.len() as u64,
-        );
-        for (m, &n) in written.iter().enumerate() {
-            t.envelope[n as usize] += each + if m == 0 { left } else { 0 };
-        }
+        share(envelope, written.iter().copied(), &mut t.envelope);
         t.shared += envelope;
     }
     t
+}
+
+/// `envelope` shared out evenly among the slots `to` of `into`, the first taking what is left.
+fn share(envelope: u64, to: impl ExactSizeIterator<Item = u32>, into: &mut [u64]) {
+    let n = to.len() as u64;
+    for (m, slot) in to.enumerate() {
+        into[slot as usize] += envelope / n + if m == 0 { envelope % n } else { 0 };
+    }
 }
 
 /// The 6-byte table id that opens a Table_map or Rows event's body (every server since 5.1.4
@@ -240,11 +242,7 @@ pub fn statement_tables(
             out.framing += envelope;
             continue;
         }
-        let each = envelope / written.len() as u64;
-        let left = envelope % written.len() as u64;
-        for (m, (_, g)) in written.iter().enumerate() {
-            out.envelope[*g as usize] += each + if m == 0 { left } else { 0 };
-        }
+        share(envelope, written.iter().map(|w| w.1), &mut out.envelope);
     }
     out
 }

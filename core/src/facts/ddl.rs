@@ -113,9 +113,7 @@ fn create_table(cur: &mut Cur, temporary: bool) -> Option<Facts> {
                 cur.at = from + 1;
                 let mut end = (from + 1..cur.toks.len())
                     .find(|&i| {
-                        [b"WHERE".as_slice(), b"GROUP", b"ORDER", b"LIMIT", b"HAVING"]
-                            .iter()
-                            .any(|w| cur.is_word_at(i, w))
+                        cur.is_any_at(i, &[b"WHERE", b"GROUP", b"ORDER", b"LIMIT", b"HAVING"])
                     })
                     .unwrap_or(cur.toks.len());
                 if end == cur.toks.len() && cur.is_punct_at(end - 1, b';') {
@@ -177,16 +175,12 @@ fn column_names(cur: &mut Cur) -> Option<Vec<Vec<u8>>> {
             i += 1;
             continue;
         } else if depth == 0 && first {
-            let t = cur.toks[i];
-            if t.kind == Kind::Word && one_of(cur.text(&t), &[b"PERIOD", b"SYSTEM"]) {
+            if cur.is_any_at(i, &[b"PERIOD", b"SYSTEM"]) {
                 return None; // a column so named, or PERIOD FOR / SYSTEM VERSIONING: sqlglot's call
-            } else if t.kind == Kind::Word && one_of(cur.text(&t), CONSTRAINT_WORDS) {
+            } else if cur.is_any_at(i, CONSTRAINT_WORDS) {
                 // A key or a constraint: no column. An index's words must lead to its column
                 // list (`key INT` is a column so named: sqlglot's call).
-                if one_of(
-                    cur.text(&t),
-                    &[b"KEY", b"INDEX", b"UNIQUE", b"FULLTEXT", b"SPATIAL"],
-                ) {
+                if cur.is_any_at(i, &[b"KEY", b"INDEX", b"UNIQUE", b"FULLTEXT", b"SPATIAL"]) {
                     let mut j = i + 1;
                     if cur.is_word_at(j, b"KEY") || cur.is_word_at(j, b"INDEX") {
                         j += 1;
@@ -202,7 +196,7 @@ fn column_names(cur: &mut Cur) -> Option<Vec<Vec<u8>>> {
                 && !cur.is_reserved_at(i)
                 && cur.toks.get(i + 1).is_some_and(|n| n.kind == Kind::Word)
             {
-                names.push(cur.name_of(&t).to_ascii_lowercase());
+                names.push(cur.name_of(&cur.toks[i]).to_ascii_lowercase());
             } else {
                 return None;
             }
@@ -235,7 +229,7 @@ fn projections(cur: &Cur, from: usize, end: usize) -> Option<Vec<Vec<u8>>> {
         start = i + 1;
         let n = item.len();
         let column = |k: usize| {
-            cur.is_identifier_at(item.start + k) && !word_in(cur, item.start + k, SELECT_WORDS)
+            cur.is_identifier_at(item.start + k) && !cur.is_any_at(item.start + k, SELECT_WORDS)
         };
         // `[db.][t.]column`, or `... AS name`: the name is the item's last token.
         let dotted = n % 2 == 1
@@ -278,10 +272,6 @@ const SELECT_WORDS: &[&[u8]] = &[
     b"TRUE",
     b"FALSE",
 ];
-
-fn word_in(cur: &Cur, i: usize, words: &[&[u8]]) -> bool {
-    cur.toks[i].kind == Kind::Word && one_of(cur.text(&cur.toks[i]), words)
-}
 
 /// CREATE or DROP INDEX name ... ON table: the table.
 fn index(cur: &mut Cur, kind: &'static str) -> Option<Facts> {

@@ -178,6 +178,11 @@ impl<'a> Cur<'a> {
             .is_some_and(|t| t.kind == Kind::Word && self.text(t).eq_ignore_ascii_case(kw))
     }
 
+    /// Whether token `i` is one of the keywords `kws`.
+    pub fn is_any_at(&self, i: usize, kws: &[&[u8]]) -> bool {
+        self.word_at(i).is_some_and(|w| super::one_of(w, kws))
+    }
+
     /// `word(offset) == kw`.
     pub fn is(&self, kw: &[u8]) -> bool {
         self.is_word_at(self.at, kw)
@@ -197,11 +202,9 @@ impl<'a> Cur<'a> {
     }
 
     pub fn accept(&mut self, kw: &[u8]) -> bool {
-        if self.is(kw) {
-            self.at += 1;
-            return true;
-        }
-        false
+        let hit = self.is(kw);
+        self.at += usize::from(hit);
+        hit
     }
 
     pub fn accept_any(&mut self, kws: &[&[u8]]) -> bool {
@@ -215,11 +218,9 @@ impl<'a> Cur<'a> {
     }
 
     pub fn accept_punct(&mut self, c: u8) -> bool {
-        if self.is_punct_at(self.at, c) {
-            self.at += 1;
-            return true;
-        }
-        false
+        let hit = self.is_punct_at(self.at, c);
+        self.at += usize::from(hit);
+        hit
     }
 
     pub fn is_identifier_at(&self, i: usize) -> bool {

@@ -19,6 +19,7 @@ pub mod trigger;
 
 use crate::stmt::framing;
 pub(crate) use crate::stmt::one_of;
+use crate::stmt_cues::word;
 use lex::{Cur, Kind, QName};
 pub use refs::Ref;
 
@@ -246,9 +247,8 @@ fn with(cur: &mut Cur) -> Option<Facts> {
 
 /// `\b` at `i` of ASCII text, as Python's `re` sees it (word characters: letters, digits, `_`).
 fn boundary(sql: &[u8], i: usize) -> bool {
-    let w = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let before = i > 0 && w(sql[i - 1]);
-    let after = i < sql.len() && w(sql[i]);
+    let before = i > 0 && word(sql[i - 1]);
+    let after = i < sql.len() && word(sql[i]);
     before != after
 }
 
@@ -308,25 +308,19 @@ fn update_plain(cur: &mut Cur) -> Option<Facts> {
         c.at = set + 1;
         c.find_top_level(w).is_some()
     };
-    if [
-        b"GROUP".as_slice(),
-        b"HAVING",
-        b"UNION",
-        b"RETURNING",
-        b"INTO",
-    ]
-    .iter()
-    .any(|w| clause(w))
+    let clauses: [&[u8]; 5] = [b"GROUP", b"HAVING", b"UNION", b"RETURNING", b"INTO"];
+    if clauses.iter().any(|w| clause(w))
         || (refs.len() > 1 && (clause(b"ORDER") || clause(b"LIMIT")))
     {
         return None;
     }
     let set_columns = set_columns(cur, set + 1);
-    let mut f = Facts::new(if refs.len() == 1 {
+    let kind = if refs.len() == 1 {
         "UPDATE"
     } else {
         "UPDATE_MULTI"
-    });
+    };
+    let mut f = Facts::new(kind);
     if lists_reads(cur.sql) {
         f.read = refs.iter().map(|r| r.table.clone()).collect();
     }
@@ -345,11 +339,7 @@ fn set_columns(cur: &Cur, from: usize) -> Vec<SetColumn> {
             depth += 1;
         } else if cur.is_punct_at(i, b')') {
             depth -= 1;
-        } else if depth == 0
-            && (cur.is_word_at(i, b"WHERE")
-                || cur.is_word_at(i, b"ORDER")
-                || cur.is_word_at(i, b"LIMIT"))
-        {
+        } else if depth == 0 && cur.is_any_at(i, &[b"WHERE", b"ORDER", b"LIMIT"]) {
             break;
         } else if depth == 0 && cur.is_punct_at(i, b',') {
             expecting = true;
@@ -487,9 +477,7 @@ fn load(cur: &mut Cur) -> Option<Facts> {
 }
 
 fn ends_single_delete(cur: &Cur) -> bool {
-    cur.is(b"WHERE")
-        || cur.is(b"ORDER")
-        || cur.is(b"LIMIT")
+    cur.is_any_at(cur.at, &[b"WHERE", b"ORDER", b"LIMIT"])
         || (cur.is_punct_at(cur.at, b';') && cur.at + 1 == cur.toks.len())
 }
 

@@ -94,11 +94,6 @@ impl PyFlagWords {
         Ok(PyBytes::new(slf.py(), &out))
     }
 
-    /// The whole word of (db, table) as little-endian bytes (the reference path's masks).
-    fn word<'py>(slf: &Bound<'py, Self>, db: &str, table: &str) -> PyResult<Bound<'py, PyBytes>> {
-        super::packed(slf.py(), &Self::word_of(slf, db, table)?, u64::to_le_bytes)
-    }
-
     /// Forgets every word (slaves or their rules changed).
     fn invalidate(&mut self) {
         self.inner.clear();

@@ -50,10 +50,7 @@ pub(super) fn class_sums(counts: &Bound<'_, PyByteArray>, classes: &[u8]) -> Has
     for (c, class) in counts.chunks_exact(4).zip(classes) {
         sums[*class as usize] += u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as u64;
     }
-    (0..=255u8)
-        .filter(|class| sums[*class as usize] != 0)
-        .map(|class| (class, sums[class as usize]))
-        .collect()
+    (0..=255u8).zip(sums).filter(|(_, sum)| *sum != 0).collect()
 }
 
 /// `code` for each unit of `units` (u32 indices) whose byte in `row` is ROW_SLOW; None when

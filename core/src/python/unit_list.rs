@@ -2,6 +2,8 @@
 //! buffers its units lie in; scanned into (on a thread, or not), read back unit by unit, and
 //! sent from per stream (`UnitList.send`).
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+
 use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -41,7 +43,7 @@ pub(super) struct PyUnitList {
     /// `statements`), until `statement_units` takes them (or builds anew: see there).
     pub(super) ahead: std::sync::Mutex<Option<Ahead>>,
     /// Whether `statement_units` took the scan thread's build (the getter `statements_ahead`).
-    took_ahead: std::sync::atomic::AtomicBool,
+    took_ahead: AtomicBool,
     /// What gated streams read of the texts, once for all (`rows_many`, `annotations_unshown`).
     gate: GateReads,
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
@@ -93,7 +95,7 @@ impl PyUnitList {
             scans_inline: 0,
             stmts: std::sync::OnceLock::new(),
             ahead: std::sync::Mutex::new(None),
-            took_ahead: std::sync::atomic::AtomicBool::new(false),
+            took_ahead: AtomicBool::new(false),
             gate: GateReads::default(),
             unit_statements_ahead: 0,
             forms: FormsCache::default(),
@@ -237,13 +239,13 @@ impl PyUnitList {
     /// thread (`scan_start(annotations=True)`; see gate_reads::GateReads::annotations_unshown).
     #[getter]
     fn annotations_read_here(&self) -> usize {
-        self.gate.read_here()
+        self.gate.read_here.load(Relaxed)
     }
 
     /// Whether `statement_units` took the statement units the scan thread built (see there).
     #[getter]
     fn statements_ahead(&self) -> bool {
-        self.took_ahead.load(std::sync::atomic::Ordering::Relaxed)
+        self.took_ahead.load(Relaxed)
     }
 
     fn __len__(&self) -> usize {
@@ -312,7 +314,9 @@ impl PyUnitList {
     /// The MySQL GTIDs of the complete units among units[start..stop], as runs of consecutive
     /// gnos per source, and the units whose tagged GTID the caller decodes (see gtid_runs).
     fn mysql_gtids(&self, py: Python<'_>, start: usize, stop: usize) -> PyResult<MysqlGtids> {
-        super::unit_list_reads::mysql_gtids(py, &self.list, &self.bufs, start, stop)
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let found = crate::gtid_runs::mysql_gtids(&self.list, &bufs, start, stop);
+        super::unit_list_reads::gtids_record(py, found)
     }
 
     /// How many distinct (domain, server_id) the MariaDB GTIDs have.
@@ -387,8 +391,7 @@ impl PyUnitList {
                 let ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner()).take();
                 let built = match ahead {
                     Some((format, st)) if self.bufs.len() == 1 && formats == [format] => {
-                        self.took_ahead
-                            .store(true, std::sync::atomic::Ordering::Relaxed);
+                        self.took_ahead.store(true, Relaxed);
                         st
                     }
                     _ => {
@@ -409,7 +412,9 @@ impl PyUnitList {
 
     /// The units a gated stream's `row` keeps whose Annotate_rows / Rows_query texts the core
     /// cannot show name only tables `keep` keeps (gate_reads::GateReads::annotations_unshown:
-    /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order.
+    /// `names` (db, table) by name id, `formats` as `statement_units` takes them), in order:
+    /// what the scan threads read ahead (`scan_start(annotations=True)`) taken, the rest read
+    /// here, without the GIL.
     fn annotations_unshown(
         &self,
         py: Python<'_>,
@@ -418,8 +423,9 @@ impl PyUnitList {
         names: Vec<(String, String)>,
         formats: Vec<(usize, usize, usize)>,
     ) -> Vec<usize> {
-        let on = (&self.list, &self.bufs[..], &self.gate);
-        super::unit_list_reads::annotations_unshown(py, on, row, keep, &names, &formats)
+        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
+        let (list, gate) = (&self.list, &self.gate);
+        py.detach(|| gate.annotations_unshown(list, &bufs, &formats, &names, row, keep))
     }
 
     /// Adds units[i..j)'s Table_maps, per (i, j) of `ranges`, to `counts` (u32 per name id).

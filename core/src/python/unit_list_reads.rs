@@ -1,7 +1,7 @@
 //! What the Python UnitList reads of its units' texts for the streams, beside the list itself
 //! (unit_list.rs): the lone queries every stream's statement flag words answer, what a gated
-//! stream's statement units and annotations need (`rows_many`, `annotations_unshown`), and
-//! the test a gated stream's keys stand on (`reaches_key_alone`), and its MySQL GTIDs' runs.
+//! stream's statement units need (`rows_many`), the test a gated stream's keys stand on
+//! (`reaches_key_alone`), and MySQL GTIDs' runs as records.
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyValueError;
@@ -111,39 +111,12 @@ pub(super) fn rows_many(
     }))
 }
 
-/// `UnitList.annotations_unshown` (see there) of `list` (its buffers `bufs`, its gate reads
-/// `gate`): what its scan threads read ahead (`scan_start(annotations=True)`) taken, the rest
-/// read here, without the GIL.
-pub(super) fn annotations_unshown(
-    py: Python<'_>,
-    (list, bufs, gate): (&UnitList, &[Held], &GateReads),
-    row: &[u8],
-    keep: &[u8],
-    names: &[(String, String)],
-    formats: &[(usize, usize, usize)],
-) -> Vec<usize> {
-    let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
-    py.detach(|| gate.annotations_unshown(list, &bufs, formats, names, row, keep))
-}
-
 /// Whether statement `sql` reaches only its key's table (gate_reach::reaches_key_alone): what a
 /// gated stream's key answers stand on (tests hold it to rules.policy_bound).
 #[stub]
 #[pyfunction]
 pub(super) fn reaches_key_alone(sql: &[u8]) -> bool {
     crate::gate_reach::text_reaches_key_alone(sql)
-}
-
-/// `UnitList.mysql_gtids` (see there) of `list`, its parts' buffers `bufs`.
-pub(super) fn mysql_gtids(
-    py: Python<'_>,
-    list: &UnitList,
-    bufs: &[Held],
-    start: usize,
-    stop: usize,
-) -> PyResult<MysqlGtids> {
-    let bufs: Vec<&[u8]> = bufs.iter().map(|b| b.bytes(py)).collect();
-    gtids_record(py, gtid_runs::mysql_gtids(list, &bufs, start, stop))
 }
 
 /// The GTIDs a series writer's block holds at `marks` (packed u64 offsets; see
@@ -164,7 +137,7 @@ pub(super) fn mysql_gtids_at(
 }
 
 /// Runs as records, each run's source as MySQL spells a uuid (lowercase, 8-4-4-4-12).
-fn gtids_record(py: Python<'_>, found: gtid_runs::MysqlGtids) -> PyResult<MysqlGtids> {
+pub(super) fn gtids_record(py: Python<'_>, found: gtid_runs::MysqlGtids) -> PyResult<MysqlGtids> {
     let runs = PyList::empty(py);
     let mut named: Option<([u8; 16], Py<PyString>)> = None;
     for run in found.runs {
@@ -190,12 +163,7 @@ fn gtids_record(py: Python<'_>, found: gtid_runs::MysqlGtids) -> PyResult<MysqlG
 
 /// A uuid's 16 bytes as text: 8-4-4-4-12 lowercase hex digits.
 fn uuid_text(sid: &[u8; 16]) -> String {
-    let mut s = String::with_capacity(36);
-    for (i, b) in sid.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            s.push('-');
-        }
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    let hex: String = sid.iter().map(|b| format!("{b:02x}")).collect();
+    let (a, b, c, d) = (&hex[..8], &hex[8..12], &hex[12..16], &hex[16..20]);
+    format!("{a}-{b}-{c}-{d}-{}", &hex[20..])
 }

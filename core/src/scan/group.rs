@@ -15,8 +15,9 @@ use crate::sql::{is_begin, is_begin_event, is_end, query_sql};
 use crate::types::*;
 use crate::types::{is_placeholder, stretch_kind};
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 enum Fast {
+    #[default]
     No,
     /// After a MySQL GTID: a plain `BEGIN` makes the unit a fast candidate.
     AwaitBegin,
@@ -24,6 +25,7 @@ enum Fast {
 }
 
 /// The unit being grouped, and what its events so far say about it.
+#[derive(Default)]
 struct Open {
     unit: Unit,
     in_body: bool,
@@ -178,16 +180,9 @@ impl Scanner {
         while let Ok(Some((t, size))) = Self::next_event(buf, pos, 0) {
             let nxt = pos + size;
             if t == TABLE_MAP {
-                let Some(id) = self.table_map_name(buf, pos, nxt, post, crc_len) else {
+                if self.add_table_map(buf, pos, nxt, post, crc_len).is_none() {
                     break;
-                };
-                let Some(tid) = buf.get(pos + 19..pos + 25) else {
-                    break;
-                };
-                let mut key = [0u8; 6];
-                key.copy_from_slice(tid);
-                self.ids.push(key);
-                self.tables.push(id);
+                }
                 open.annotation = false;
                 open.unit.row_bytes += size;
             } else if is_rows(t) {
@@ -389,12 +384,8 @@ impl Scanner {
                     }
                 } else if t == TABLE_MAP {
                     let post = fmt.post_header_len(TABLE_MAP) as usize;
-                    match self.table_map_name(buf, pos, nxt, post, fmt.checksum_len) {
-                        Some(id) => {
-                            let mut tid = [0u8; 6];
-                            tid.copy_from_slice(&buf[pos + 19..pos + 25]);
-                            self.ids.push(tid);
-                            self.tables.push(id);
+                    match self.add_table_map(buf, pos, nxt, post, fmt.checksum_len) {
+                        Some(()) => {
                             open.annotation = false;
                             open.unit.row_bytes += nxt - pos;
                         }
@@ -431,13 +422,7 @@ impl Open {
                 last: pos,
                 ..Default::default()
             },
-            in_body: false,
-            standalone: false,
-            has_gtid: false,
-            fast: Fast::No,
-            annotation: false,
-            placeholders: 0,
-            fmt_before: None,
+            ..Default::default()
         }
     }
 
@@ -522,9 +507,7 @@ fn open_gtid(buf: &[u8], pos: usize, nxt: usize, t: u8, fast_ok: bool) -> Result
         standalone,
         has_gtid: true,
         fast,
-        annotation: false,
-        placeholders: 0,
-        fmt_before: None,
+        ..Default::default()
     })
 }
 

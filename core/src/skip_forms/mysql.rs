@@ -236,8 +236,8 @@ pub(crate) fn empty_transaction(raw: &[u8], crc: bool, out: &mut Vec<u8>) -> Opt
 /// What a slave relays of a MySQL unit the placeholder policy sent (`sent`: the form `skipped`
 /// made), as `_without_placeholders` writes it: its events but the placeholders, its GTID's
 /// transaction_length counting what is left; a GTID left alone (a skipped DDL's) becomes the
-/// empty transaction of a GTID (made-up BEGIN and COMMIT). Appended to `out`; None where `sent`
-/// is not such a unit.
+/// empty transaction of a GTID (made-up BEGIN and COMMIT). Appended to `out`; None, `out` as it
+/// was, where `sent` is not such a unit.
 pub fn relayed_placeholders(sent: &[u8], crc: bool, out: &mut Vec<u8>) -> Option<()> {
     let g = u32_at(sent, 9)? as usize;
     if !matches!(sent.get(4), Some(&GTID | &ANONYMOUS_GTID)) {
