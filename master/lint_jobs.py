@@ -183,6 +183,7 @@ class LintJobs:
         self.binlog_dir = Path(binlog_dir)
         self.max_bytes = max_bytes
         self.schema = schema
+        self.verify_checksums = True  # the master's --[no-]verify-checksums (DumpService sets it): lint reads as it
         self.checkpoint_bytes = CHECKPOINT_BYTES  # read between a rule set's checkpoints (binlogs.lint_worker)
         self.lock = threading.Lock()
         self.followers: dict[FollowerKey, _Follower] = {}  # by (rules, settings, replica schema)
@@ -241,8 +242,8 @@ class LintJobs:
                 return []
             if follower is not None:  # not run or failed before: tried again
                 self._unfollow(follower)
-            follower = self.followers[key] = _Follower(key, (rules, settings, self.schema, replica_schema, True),
-                                                       account)
+            args = (rules, settings, self.schema, replica_schema, self.verify_checksums)
+            follower = self.followers[key] = _Follower(key, args, account)
             why = self._start(follower, check)
             if why:
                 follower.state, follower.reason = NOT_RUN, why

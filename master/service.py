@@ -55,6 +55,7 @@ class DumpService(SlaveRegistry):
         # poll only where inotify is unavailable): no stream sleeps on a timer while a slave waits.
         self.watch = DirectoryWatch(self.binlog_dir, safety_poll=safety_poll)
         self.lint.watch = self.watch  # lint follows the binlog as it grows (master.lint_jobs)
+        self.lint.verify_checksums = verify_checksums
         self.batch_bytes = batch_bytes
         self.live_streams = 0  # streams running now (`stream`'s generators entered and not ended)
         self.cpus = CPUS  # see crowded

@@ -269,3 +269,27 @@ def test_the_status_cell():
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_lint_reads_the_binlog_with_the_masters_checksum_setting(tmp_path, master_factory, verify):
+    """`master serve --no-verify-checksums` (MySQL's source_verify_checksum=OFF) serves an event whose
+    CRC32 does not match, and lint reads the binlog as the master does: it finds the break in that
+    event. Lint checked every CRC whatever the option: it ran no further than the event before the
+    one the master served. With the check on, lint does not run past it and says why."""
+    whole = bytearray(_stages()[1])
+    value = whole.rindex(b"VALUES (1)") + len("VALUES (")
+    whole[value] ^= 0x01  # the INSERT's value (1 -> 0): its event's header and size sound, its CRC32 not
+    (tmp_path / FILE).write_bytes(bytes(whole))
+    (tmp_path / "master-bin.index").write_text(f"./{FILE}\n")
+    _, address = master_factory(tmp_path, verify_checksums=verify)
+    with grpc.insecure_channel(address) as channel:
+        stub = dump_pb2_grpc.DumpFilterStub(channel)
+        _register(stub, 5, "shop.t%")
+        assert wait_for(lambda: _stats(stub, 5).lint_state not in ("pending", ""), give_up=60), _stats(stub, 5)
+        mine = _stats(stub, 5)
+        if verify:
+            assert mine.lint_state == "not run" and "CRC32 mismatch" in " ".join(mine.lint_warnings), mine
+        else:
+            assert wait_for(lambda: _read_up_to(stub, 5, FILE, len(whole)), give_up=60), _stats(stub, 5)
+            assert _stats(stub, 5).lint_breaks == 2, _stats(stub, 5)
