@@ -4,6 +4,9 @@ compiled, the last file's written end known, the statement parser's sqlglot impo
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from dumpfilter.master.service import DumpService
 from dumpfilter.rules import lazy_sqlglot
 from dumpfilter.rules.lazy_pattern import LazyPattern, compile_all
@@ -27,6 +30,17 @@ def test_warm_up_does_the_first_streams_one_time_work(binlog_copy):
         assert lazy_sqlglot.sqlglot._module is not None  # the statement parser's general path, imported
     finally:
         service.shutdown()
+
+
+def test_warm_up_loads_the_mysql_dialect_the_parser_reads_with(binlog_copy):
+    """sqlglot's MySQL dialect (its tokenizer classes are made as it is imported: 9 ms), loaded by
+    the warm-up, not by the first statement the core cannot read (a fresh process: this one's
+    tests may have loaded it)."""
+    script = ("import sys; from dumpfilter.master.service import DumpService; "
+              f"s = DumpService({str(binlog_copy)!r}); before = 'sqlglot.dialects.mysql' in sys.modules; "
+              "s.warm_up(); s.shutdown(); print(before, 'sqlglot.dialects.mysql' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False", "True"], out.stderr[-400:]
 
 
 def test_warm_up_over_a_bad_binlog_leaves_it_to_the_streams(tmp_path):
