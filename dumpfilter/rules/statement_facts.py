@@ -68,7 +68,7 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         d = facts.trigger_def
         return StatementInfo(kind, updated=(table,), trigger=trigger_ref, trigger_def=None if d is None else
                              (d.timing, d.event), writes=_writes(facts.writes, sql, trigger_ref[0], name))
-    tables = tuple(name(ref) for ref in facts.updated)
+    tables = tuple([name(ref) for ref in facts.updated])
     if kind is Kind.RENAME_TABLE:
         pairs = tuple((name(r.old), name(r.new)) for r in facts.renames)
         return StatementInfo(kind, updated=rename_tables(pairs), renames=pairs)
@@ -91,14 +91,14 @@ def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
         reads = _reads(refs, name, exclude=tables)
     else:  # LIKE s: the source as named
         reads = tuple(map(name, read)) if read else ()
-    columns, changes = facts.columns, facts.column_changes
+    columns, changes, renames = facts.columns, facts.column_changes, facts.renames
     return StatementInfo(kind, updated=tables, read=reads, temporary=facts.temporary, if_exists=facts.if_exists,
                          columns=tuple(map(decode_text, columns)) if columns is not None else None,
                          # ALTER TABLE's RENAME TO: a new name without a database is in the table's
-                         renames=tuple((name(r.old), name(r.new, tables[0][0])) for r in facts.renames),
-                         column_changes=None if changes is None else tuple(
+                         renames=tuple([(name(r.old), name(r.new, tables[0][0])) for r in renames]) if renames else (),
+                         column_changes=None if changes is None else tuple([
                              (None if c.old is None else decode_text(c.old), None if c.new is None else decode_text(c.new))
-                             for c in changes))
+                             for c in changes]))
 
 
 def _multi(kind: Kind, joined: Sequence[Joined], facts: _core.StatementFacts, sql: str, name: Namer,
