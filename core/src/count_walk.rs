@@ -1,11 +1,11 @@
 //! The send walk's count mode (`experiment`, shadow candidates, `UnitList.count_many`): what
 //! `send::walk` would send each of many streams of a segment, counted, never assembled, in one
-//! call, time bucket by time bucket. A run of units kept whole, or skipped whole, costs its two
-//! ends: the list's sums (`UnitList::sums`) and, under the placeholder and empty-transaction
-//! policies, the sums of each unit's form (`Forms`, made once per segment and policy for every
-//! stream, not once per stream: 64 candidates each walked every skipped unit's form). Units
-//! kept in part and a unit no form is made for go through the send walk's count mode
-//! (`send::walk`, `count_only`).
+//! call, time bucket by time bucket. A run of units kept whole costs its two ends, and the runs
+//! skipped whole between them nothing more: the list's sums (`UnitList::sums`) and, under the
+//! placeholder and empty-transaction policies, the sums of each unit's form (`Forms`, made once
+//! per segment and policy for every stream, not once per stream: 64 candidates each walked every
+//! skipped unit's form), less the kept runs'. Units kept in part and a unit no form is made for
+//! go through the send walk's count mode (`send::walk`, `count_only`).
 
 use std::sync::{Arc, Mutex};
 
@@ -127,32 +127,20 @@ impl Forms {
     /// The end of the longest run of units from i, up to j, whose forms are made (and framed:
     /// `framed_all`, else no statement unit among them).
     fn made_until(&self, i: usize, j: usize, framed_all: bool) -> usize {
-        let (none, st) = (&self.none, &self.statements);
-        if i >= self.bytes.len() {
-            return i;
-        }
-        let good = |m: usize| none.at(m) == none.at(i) && (framed_all || st.at(m) == st.at(i));
-        let (mut lo, mut hi) = (i, j.min(self.bytes.len() - 1));
-        if good(hi) {
-            return hi; // (every form of the run made: the common case, without a search)
-        }
-        while lo < hi {
-            let mid = (lo + hi).div_ceil(2);
-            if good(mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        lo
+        let hi = j.min(self.bytes.len().saturating_sub(1)).max(i);
+        // (the last unit up to which a sum is still its value at i; an empty one is 0 throughout)
+        let to = |z: &Zeros| {
+            z.0.get(i..=hi)
+                .map_or(hi, |s| i + s.partition_point(|&x| x == s[0]) - 1)
+        };
+        let framed = (!framed_all).then(|| to(&self.statements));
+        to(&self.none).min(framed.unwrap_or(hi))
     }
 
-    /// The forms of units i..j: (bytes, events, placeholders).
-    fn run(&self, i: usize, j: usize) -> (u64, u64, u64) {
-        let b = self.bytes[j] - self.bytes[i];
-        let e = u64::from(self.events[j] - self.events[i]);
-        let p = self.placeholders.at(j) - self.placeholders.at(i);
-        (b, e, u64::from(p))
+    /// The forms of units 0..k: bytes, events, placeholders.
+    fn at(&self, k: usize) -> [u64; 3] {
+        let (e, p) = (self.events[k], self.placeholders.at(k));
+        [self.bytes[k], e.into(), p.into()]
     }
 }
 
@@ -276,12 +264,6 @@ fn count_job(
     };
     // A statement unit's framing is its keys' to say: without them, the walk's own answer.
     let framed_all = stmts.is_some() || job.skip == SKIP_EMPTY;
-    let between = |i: usize, j: usize| {
-        (
-            sums.bytes[j] - sums.bytes[i],
-            sums.events[j] - sums.events[i],
-        )
-    };
     let mut s = Sent::default();
     // A Heartbeat's size is its file name's: the one part's for a segment of one file (the
     // unit's record, read for its part, was a cache miss at each stretch's end for every job).
@@ -290,15 +272,6 @@ fn count_job(
     // The Heartbeat owed before a unit: given (its size: the caller's, or owed at a cut or
     // before a unit the send walk takes) or a skipped unit's (`owed`).
     let (mut given, mut owed) = ((job.owed > 0).then_some(job.owed), None::<usize>);
-    let flush = |s: &mut Sent, given: &mut Option<usize>, owed: &mut Option<usize>| {
-        let size = match (given.take(), owed.take()) {
-            (Some(len), _) => len,
-            (None, Some(k)) => heartbeat_len(k),
-            (None, None) => return,
-        };
-        s.heartbeats += 1;
-        s.heartbeat_bytes += size as u64;
-    };
     let (mut read_by_bucket, mut sent_by_bucket) = (Vec::new(), Vec::new());
     let mut i = starts.first().map_or(n, |a| (*a).min(n));
     'buckets: for (b, _) in starts.iter().enumerate() {
@@ -308,53 +281,65 @@ fn count_job(
         }
         let (read0, sent0) = (s.read_bytes, sent_total(&s));
         while i < end {
-            // Units kept whole, Heartbeat stretches and runs of made forms, run by run, each
-            // costing its two ends: the DDL-heavy count's 6.6 million runs took about 100
-            // instructions each, 70 now, when each went through the match of every case below.
-            let p = match whole {
-                true => plain_end(&job.row[..end], i, job.skip, forms, framed_all),
-                false => i,
-            };
-            let start = i;
-            while i < p {
-                let j = run_end(&job.row[..p], i);
-                if job.row[i] == KEEP {
-                    flush(&mut s, &mut given, &mut owed);
-                    let (bytes, events) = between(i, j);
-                    s.sent_bytes += bytes;
-                    s.sent_events += events;
-                    s.kept += (j - i) as u64;
-                } else if let Some(f) = forms.filter(|_| job.skip != SKIP_HEARTBEAT) {
-                    let (bytes, events, placeholders) = f.run(i, j);
-                    flush(&mut s, &mut given, &mut owed);
-                    s.skip_units += (j - i) as u64;
-                    s.skip_events += events;
-                    s.skip_bytes += bytes;
-                    s.placeholders += placeholders;
-                    s.skipped += (j - i) as u64;
-                } else {
-                    given = None; // (replaced)
-                    owed = Some(j - 1);
-                    s.skipped += (j - i) as u64;
+            let row = &job.row[..end];
+            // A stretch of units kept whole, Heartbeat stretches and made forms (`stretch`): its
+            // kept runs at their two ends, its skipped units the rest (6.6 million runs of the
+            // DDL-heavy count took 65 instructions each, one by one). A Heartbeat is sent before
+            // each kept run a skipped unit precedes, owed after the last, and what is owed before
+            // the stretch is sent before a first unit kept or formed, else replaced.
+            let formed = forms.filter(|_| job.skip != SKIP_HEARTBEAT);
+            let mut kept = [0u64; 6]; // (units, the list's bytes and events, the forms')
+            let edge = |t: usize, start: bool| {
+                let mut add = |q: usize, x: u64| match start {
+                    true => kept[q] = kept[q].wrapping_sub(x),
+                    false => kept[q] = kept[q].wrapping_add(x),
+                };
+                add(0, t as u64);
+                add(1, sums.bytes[t]);
+                add(2, sums.events[t]);
+                if let Some(f) = formed {
+                    f.at(t).into_iter().zip(3..).for_each(|(x, q)| add(q, x));
+                } else if start && t > i {
+                    s.heartbeats += 1;
+                    s.heartbeat_bytes += heartbeat_len(t - 1) as u64;
                 }
-                i = j;
-            }
-            if p > start {
-                let (bytes, events) = between(start, p);
-                s.read_bytes += bytes;
-                s.read_events += events;
+            };
+            let limit = match forms {
+                _ if !whole => None,
+                _ if job.skip == SKIP_HEARTBEAT => Some(end),
+                Some(f) => Some(f.made_until(i, end, framed_all)),
+                None => Some(i), // (a run kept whole alone)
+            };
+            let p = limit.map_or(i, |limit| stretch(row, i, limit, edge));
+            if p > i {
+                let owed_len = given.take().or(owed.take().map(heartbeat_len));
+                if let Some(len) = owed_len.filter(|_| formed.is_some() || row[i] == KEEP) {
+                    s.heartbeats += 1;
+                    s.heartbeat_bytes += len as u64;
+                }
+                let skipped = (p - i) as u64 - kept[0];
+                (s.kept, s.skipped) = (s.kept + kept[0], s.skipped + skipped);
+                (s.sent_bytes, s.sent_events) = (s.sent_bytes + kept[1], s.sent_events + kept[2]);
+                if let Some(f) = formed {
+                    let ([b, e, h], [b0, e0, h0]) = (f.at(p), f.at(i));
+                    s.skip_units += skipped;
+                    s.skip_bytes += b - b0 - kept[3];
+                    s.skip_events += e - e0 - kept[4];
+                    s.placeholders += h - h0 - kept[5];
+                } else {
+                    (given, owed) = (None, (row[p - 1] == SKIP).then_some(p - 1));
+                }
+                s.read_bytes += sums.bytes[p] - sums.bytes[i];
+                s.read_events += sums.events[p] - sums.events[i];
+                i = p;
                 continue;
             }
             // Units i.. by the send walk itself, with the Heartbeat still owed: a run of units
             // kept in part, or unit i alone where its form is the walk's to make. (A Heartbeat
             // stretch is counted above: a send walk's call per stretch cost a heartbeat job 8x
             // its time.)
-            let alone = !whole || (job.row[i] == SKIP && forms.is_some());
-            let j = if alone {
-                i + 1
-            } else {
-                run_end(&job.row[..end], i)
-            };
+            let alone = !whole || (row[i] == SKIP && forms.is_some());
+            let j = if alone { i + 1 } else { run_end(row, i) };
             let len = given.or(owed.map(heartbeat_len));
             let one = SendOptions {
                 pending: len.map(|len| &OWED[..len.min(OWED.len())]),
@@ -385,14 +370,13 @@ fn count_job(
     }
 }
 
-/// The end of the stretch from unit i of `row` that `count_job` counts by runs: units answered
-/// ROW_KEEP or ROW_SKIP, up to the first whose skip is neither a Heartbeat's (`skip`) nor a made
-/// form's (`forms`; under a policy with none, a run kept whole alone). Each unit is read once.
-fn plain_end(row: &[u8], i: usize, skip: u8, forms: Option<&Forms>, framed_all: bool) -> usize {
-    let limit = match forms {
-        _ if skip == SKIP_HEARTBEAT => row.len(),
-        Some(f) => f.made_until(i, row.len(), framed_all),
-        None => i,
+/// The end p of the stretch from unit i of `row` that `count_job` counts by runs (answers ROW_KEEP
+/// or ROW_SKIP up to `limit`, or a run kept from i), calling `edge(t, true)` at the start t of each
+/// run kept in it and `edge(t, false)` at its end, eight answers to a word (outside i..p: SKIP).
+fn stretch(row: &[u8], i: usize, limit: usize, mut edge: impl FnMut(usize, bool)) -> usize {
+    let limit = match row[i] {
+        KEEP => limit.max(run_end(row, i)),
+        _ => limit,
     };
     let mut p = i;
     while p + 8 <= limit
@@ -403,10 +387,26 @@ fn plain_end(row: &[u8], i: usize, skip: u8, forms: Option<&Forms>, framed_all: 
     while p < limit && row[p] & !PLAIN as u8 == 0 {
         p += 1;
     }
-    match row.get(i) {
-        Some(&KEEP) => p.max(run_end(row, i)),
-        _ => p,
+    let (row, mut t, mut last) = (&row[..p], i, 0u64);
+    while t <= p {
+        let mut w = [SKIP; 8];
+        let now = u64::from_le_bytes(match row.get(t..t + 8) {
+            Some(eight) => eight.try_into().unwrap_or(w),
+            None => {
+                w[..p - t].copy_from_slice(&row[t..]);
+                w
+            }
+        });
+        let before = now << 8 | last >> 56; // (bit 1 of a byte: ROW_KEEP)
+        for (mut edges, start) in [(now & !before, true), (before & !now, false)] {
+            while edges != 0 {
+                edge(t + edges.trailing_zeros() as usize / 8, start);
+                edges &= edges - 1;
+            }
+        }
+        (t, last) = (t + 8, now);
     }
+    p
 }
 
 /// Eight answers ROW_KEEP or ROW_SKIP have no bit outside this word's.
