@@ -18,38 +18,36 @@ use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::unit_list::{ListedUnit, UnitList};
 
 /// Every unit's form if skipped whole under one skip policy, as sums from the list's start
-/// (n + 1 of each): its bytes, events and placeholders, the units no form is made for (`none`),
-/// and (placeholders) the statement units, whose framing is their keys' to say. The counts are
-/// u32 (a binlog file's offsets are), and those that stay 0 in most segments take no memory
-/// until one is not (`Zeros`): the arrays are written fresh per segment, and their pages
-/// faulting in were a third of the forms' time.
+/// (n + 1 of each): its bytes, events and placeholders (`Sum`), the units no form is made for
+/// (`none`), and (placeholders) the statement units, whose framing is their keys' to say. The counts are u32 (a binlog file's offsets are), and the two that stay 0 in
+/// most segments take no memory until one is not (`Zeros`): the arrays are written fresh per
+/// segment, and their pages faulting in were a third of the forms' time.
 pub struct Forms {
     pub skip: u8,
     pub crc: bool,
-    bytes: Vec<u64>,
-    events: Vec<u32>,
-    placeholders: Zeros,
-    none: Zeros,
-    statements: Zeros,
+    sums: Vec<Sum>,
+    zeros: [Zeros; 2], // (`none`, `statements`)
 }
+
+/// The forms of the units before one (`Forms`): bytes, events, placeholders; one record a unit.
+#[derive(Clone, Copy, Default)]
+struct Sum(u64, u32, u32);
 
 /// Sums from the list's start that are 0 until some unit adds to them: empty until then.
 #[derive(Default)]
 struct Zeros(Vec<u32>);
 
 impl Zeros {
-    #[inline(always)]
-    fn push(&mut self, k: usize, sum: u64) {
-        if sum != 0 && self.0.is_empty() {
-            self.0.resize(k, 0);
+    /// Both columns of `Forms::zeros` given their sums before unit k.
+    fn push_both(zeros: &mut [Zeros; 2], k: usize, sums: [u64; 2]) {
+        for (Zeros(z), sum) in zeros.iter_mut().zip(sums) {
+            if sum != 0 && z.is_empty() {
+                z.resize(k, 0);
+            }
+            if !z.is_empty() {
+                z.push(sum as u32);
+            }
         }
-        if !self.0.is_empty() {
-            self.0.push(sum as u32);
-        }
-    }
-
-    fn at(&self, k: usize) -> u32 {
-        self.0.get(k).copied().unwrap_or(0)
     }
 }
 
@@ -77,19 +75,12 @@ impl Forms {
         let (skip, crc) = policy;
         let record = MARIADB | (F_FAST * u32::from(skip == SKIP_PLACEHOLDER));
         // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
-        let statements = u64::from(skip != SKIP_EMPTY);
-        let n = plan.units.len();
-        let mut f = Forms {
-            skip,
-            crc,
-            bytes: Vec::with_capacity(n + 1),
-            events: Vec::with_capacity(n + 1),
-            placeholders: Zeros::default(),
-            none: Zeros::default(),
-            statements: Zeros::default(),
-        };
-        let (mut scratch, mut sum) = (Vec::new(), [0u64; 5]);
-        for (k, u) in plan.units.iter().enumerate() {
+        let statements = skip != SKIP_EMPTY;
+        let (mut scratch, mut at, mut rare) = (Vec::new(), Sum::default(), [0u64; 2]);
+        let mut zeros = [Zeros::default(), Zeros::default()];
+        let mut sums = Vec::with_capacity(plan.units.len() + 1);
+        // (one record a unit from an iterator of known length: no capacity check per unit)
+        sums.extend(plan.units.iter().enumerate().map(|(k, u)| {
             // (a form is read off the unit's record, its first event and its last)
             let ahead = plan
                 .units
@@ -101,46 +92,45 @@ impl Forms {
                     prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
                 }
             }
-            f.push(&sum);
-            let made =
-                recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch));
-            match made {
-                Some((b, e, p)) => (sum[0], sum[1], sum[2]) = (sum[0] + b, sum[1] + e, sum[2] + p),
-                None => sum[3] += 1,
+            if rare != [0; 2] {
+                // (both 0: neither was ever other, the sums only grow; `Zeros` stay empty)
+                Zeros::push_both(&mut zeros, k, rare);
             }
-            sum[4] += statements & u64::from(!u.tabled);
+            let before = at;
+            match recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch)) {
+                Some((b, e, p)) => at = Sum(at.0 + b, at.1 + e as u32, at.2 + p as u32),
+                None => rare[0] += 1,
+            }
+            rare[1] += u64::from(statements && !u.tabled);
+            before
+        }));
+        sums.push(at);
+        Zeros::push_both(&mut zeros, plan.units.len(), rare);
+        Forms {
+            skip,
+            crc,
+            sums,
+            zeros,
         }
-        f.push(&sum);
-        f
-    }
-
-    #[inline(always)]
-    fn push(&mut self, sum: &[u64; 5]) {
-        let k = self.bytes.len();
-        self.bytes.push(sum[0]);
-        self.events.push(sum[1] as u32);
-        self.placeholders.push(k, sum[2]);
-        self.none.push(k, sum[3]);
-        self.statements.push(k, sum[4]);
     }
 
     /// The end of the longest run of units from i, up to j, whose forms are made (and framed:
     /// `framed_all`, else no statement unit among them).
     fn made_until(&self, i: usize, j: usize, framed_all: bool) -> usize {
-        let hi = j.min(self.bytes.len().saturating_sub(1)).max(i);
+        let hi = j.min(self.sums.len().saturating_sub(1)).max(i);
         // (the last unit up to which a sum is still its value at i; an empty one is 0 throughout)
         let to = |z: &Zeros| {
             z.0.get(i..=hi)
                 .map_or(hi, |s| i + s.partition_point(|&x| x == s[0]) - 1)
         };
-        let framed = (!framed_all).then(|| to(&self.statements));
-        to(&self.none).min(framed.unwrap_or(hi))
+        let framed = (!framed_all).then(|| to(&self.zeros[1]));
+        to(&self.zeros[0]).min(framed.unwrap_or(hi))
     }
 
     /// The forms of units 0..k: bytes, events, placeholders.
     fn at(&self, k: usize) -> [u64; 3] {
-        let (e, p) = (self.events[k], self.placeholders.at(k));
-        [self.bytes[k], e.into(), p.into()]
+        let Sum(b, e, p) = self.sums[k];
+        [b, e.into(), p.into()]
     }
 }
 
@@ -149,11 +139,14 @@ impl Forms {
 /// the empty transaction of a complete unit a MariaDB GTID opens (`gtid_size`: the scanner read
 /// it off that event's header), the placeholders of a complete fast MariaDB unit (its GTID,
 /// Table_maps, Rows and annotations, an XID: the scanner's fast shape). None: `form` reads it.
+#[inline(always)]
 fn recorded(u: &ListedUnit, bufs: &[&[u8]], (skip, crc): (u8, bool)) -> Option<(u64, u64, u64)> {
-    let raw = bufs.get(u.part as usize)?.get(u.start()..u.end())?; // (bounds only: no byte read)
+    let len = u.end().checked_sub(u.start())?;
+    if u.flags & MARIADB != MARIADB || bufs.get(u.part as usize)?.len() < u.end() {
+        return None; // (bounds only: no byte read)
+    }
     let f = match skip {
-        _ if u.flags & MARIADB != MARIADB => None,
-        SKIP_EMPTY => skip_forms::empty(raw, u.gtid_size as usize, crc, None, None),
+        SKIP_EMPTY => skip_forms::empty_counts(len, u.gtid_size as usize, crc),
         SKIP_PLACEHOLDER if u.flags & F_FAST != 0 && u.tabled => {
             skip_forms::recorded_placeholders(u, crc)
         }

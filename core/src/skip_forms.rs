@@ -239,13 +239,10 @@ pub(crate) fn empty(
     at: Option<u64>,
     out: Option<&mut Vec<u8>>,
 ) -> Option<Form> {
-    let gtid = raw.get(..gtid_size)?;
-    let crc_len = if crc { 4 } else { 0 };
-    if gtid_size < HEADER_LEN + 13 + crc_len {
-        return None;
-    }
-    let commit = made_query_len(COMMIT_BODY, crc);
+    let form = empty_counts(raw.len(), gtid_size, crc)?;
     if let Some(out) = out {
+        let (gtid, crc_len) = (&raw[..gtid_size], if crc { 4 } else { 0 });
+        let commit = form.bytes as usize - gtid_size;
         // (read only where the form is made: a count reads no byte past the GTID's type)
         let log_pos = u32_at(gtid, 13)?;
         let (gtid_pos, commit_pos) = match at {
@@ -271,8 +268,19 @@ pub(crate) fn empty(
         }
         made_query(&head, COMMIT_BODY, crc, out);
     }
+    Some(form)
+}
+
+/// What `empty` makes of a unit of `len` bytes opening with a GTID of `gtid_size`, counted: its
+/// record alone says it (`count_walk::Forms` reads no byte of the unit).
+#[inline]
+pub(crate) fn empty_counts(len: usize, gtid_size: usize, crc: bool) -> Option<Form> {
+    let crc_len = if crc { 4 } else { 0 };
+    if gtid_size > len || gtid_size < HEADER_LEN + 13 + crc_len {
+        return None;
+    }
     Some(Form {
-        bytes: (gtid_size + commit) as u64,
+        bytes: (gtid_size + made_query_len(COMMIT_BODY, crc)) as u64,
         events: 2,
         ..Form::default()
     })

@@ -102,6 +102,7 @@ pub(super) fn framed_run(
 /// `framed_form`'s counts of a complete fast MariaDB unit from its record alone (`count_walk::recorded`):
 /// its GTID's size and its last event's offset, where `framed_form` would find a GTID, a body and
 /// an XID at its end (the scanner's fast shape ends with one); None where it would not.
+#[inline]
 pub(crate) fn recorded(u: &ListedUnit, crc: bool) -> Option<Form> {
     let (g, tail) = (u.gtid_size as usize, u.end().checked_sub(u.last())?);
     let body = u.events.checked_sub(2).filter(|&n| n > 0)?;
