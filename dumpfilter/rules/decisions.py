@@ -107,6 +107,7 @@ class Names:
 
 
 NO_DATABASE_RULES = Step(None, None, "no database rules")
+NO_RULE = Step(None)  # (one for every table no rule decides: a Step is frozen)
 
 
 def db_list_check(fold: Callable[[str], str], db: str | None, do_list: Collection[str], ignore_list: Collection[str],

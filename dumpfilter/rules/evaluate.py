@@ -16,8 +16,8 @@ from dumpfilter.rules.statement_facts import ref_names
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
-from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, Decision, Names, Step,
-                                         db_list_check, decision_from, like_index, lower_tables, merge_steps,
+from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, NO_RULE, Decision, Names,
+                                         Step, db_list_check, decision_from, like_index, lower_tables, merge_steps,
                                          table_names)
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.effective import EffectiveSemantics
@@ -76,7 +76,8 @@ class RuleEngine(EffectiveSemantics, Decider):
         # Indexed by literal prefix (wildcards.LikeIndex): a key is matched only against the
         # patterns it could match, so 10 000 wild rules cost about what one costs.
         self._wild_do = like_index(rules.wild_do_table, names.table)
-        self._wild_ignore = like_index(rules.wild_ignore_table, names.table)
+        ignore = like_index(rules.wild_ignore_table, names.table)  # (`_wilds`: the lists that hold a pattern)
+        self._wilds = tuple(w for w in ((self._wild_do, True, "wild_do_table"), (ignore, False, "wild_ignore_table")) if w[0])
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
@@ -147,12 +148,11 @@ class RuleEngine(EffectiveSemantics, Decider):
                          (filter_name("ignore_table"),))
         if folded in self.derived_ignored:
             return Step(False, "track-derived-tables", f"'{key}' was derived from an ignored table (WL#40)")
-        return self._wild_step(folded, f"'{key}'") or Step(None)
+        return (self._wild_step(folded, f"'{key}'") if self._wilds else None) or NO_RULE
 
     def _wild_step(self, folded_key: str, shown: str) -> Step | None:
         """wild-do before wild-ignore; the first matching pattern decides."""
-        for patterns, verdict, rule_type in ((self._wild_do, True, "wild_do_table"),
-                                             (self._wild_ignore, False, "wild_ignore_table")):
+        for patterns, verdict, rule_type in self._wilds:
             pattern = patterns.first_match(folded_key)
             if pattern is not None:
                 return Step(verdict, option_name(rule_type), f"{shown} matches '{pattern}'",

@@ -94,4 +94,4 @@ class LikeIndex:
                 candidates.extend(bucket)
         if len(candidates) > 1:
             candidates.sort(key=lambda c: c[0])
-        return next((shown for _, regex, shown in candidates if regex.fullmatch(key)), None)
+        return next((shown for _, regex, shown in candidates if regex.fullmatch(key)), None) if candidates else None
