@@ -6,6 +6,7 @@ streams are counted per identity and in all."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import stat
 from collections.abc import Callable, Generator
@@ -81,12 +82,14 @@ class DumpService(SlaveRegistry):
         # (master.decide.statement_keys), each shape's first statement parsed once
         self.key_shapes = KeyShapes()
 
-    def warm_up(self) -> None:
+    def warm_up(self, freeze: bool = False) -> None:
         """What a long-running master does once as it starts, off its first slave's path (`master
         serve` runs it on a thread of its own): its directory watch put in place (inotify's import
         took 20-30 ms, `ctypes.util` running `ldconfig -p` among it), the rule modules' patterns
         compiled (about 25 ms), and the last file's written end found (the first stream to reach
-        the end of a 220 MB file hopped over all of it: about 0.1 s of reads)."""
+        the end of a 220 MB file hopped over all of it: about 0.1 s of reads). `freeze` (`master
+        serve`): then all that is made frozen out of the cyclic collector (its full passes walked
+        sqlglot's modules again and again: 5% of a DDL-heavy binlog's shadow pass)."""
         self.watch.start()
         compile_all()
         # The statement parser's general path (sqlglot and its MySQL dialect: about 0.3 s of CPU to
@@ -95,6 +98,8 @@ class DumpService(SlaveRegistry):
         # no binlog yet, or a bad one, or unreadable: the streams say so, each to its slave
         with contextlib.suppress(DumpFilterError, OSError, ValueError):
             self.segments.end()
+        if freeze:
+            gc.freeze()
 
     def stats(self, server_id: int = 0, caller: Identity | None = None) -> list[tuple[RegisteredSlave, Pos, int]]:
         """(slave, binlog end, bytes behind) for one or every slave `caller` may see."""

@@ -285,7 +285,7 @@ def serve_command(args: argparse.Namespace) -> int:
         print(f"dumpfilter master: metrics on {metrics.url}", file=sys.stderr, flush=True)
     endpoint = _mysql_endpoint(args, master, mysql)
     # Once every port listens (a client may connect at once): what the first slave would pay.
-    threading.Thread(target=master.service.warm_up, name="warm-up", daemon=True).start()
+    threading.Thread(target=master.service.warm_up, args=(True,), name="warm-up", daemon=True).start()
     received = signals.wait()
     print("dumpfilter master: shutting down, draining streams", file=sys.stderr, flush=True)
     if endpoint is not None:

@@ -30,8 +30,7 @@ pub struct Forms {
 }
 
 /// The forms of the units before one (`Forms`): bytes, events, placeholders; one record a unit.
-#[derive(Clone, Copy, Default)]
-struct Sum(u64, u32, u32);
+type Sum = (u64, u32, u32);
 
 /// Sums from the list's start that are 0 until some unit adds to them: empty until then.
 #[derive(Default)]
@@ -98,7 +97,7 @@ impl Forms {
             }
             let before = at;
             match recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch)) {
-                Some((b, e, p)) => at = Sum(at.0 + b, at.1 + e as u32, at.2 + p as u32),
+                Some((b, e, p)) => at = (at.0 + b, at.1 + e as u32, at.2 + p as u32),
                 None => rare[0] += 1,
             }
             rare[1] += u64::from(statements && !u.tabled);
@@ -129,7 +128,7 @@ impl Forms {
 
     /// The forms of units 0..k: bytes, events, placeholders.
     fn at(&self, k: usize) -> [u64; 3] {
-        let Sum(b, e, p) = self.sums[k];
+        let (b, e, p) = self.sums[k];
         [b, e.into(), p.into()]
     }
 }

@@ -74,10 +74,9 @@ class RuleEngine(EffectiveSemantics, Decider):
         self._do_table = {names.table(key): key for key in reversed(rules.do_table)}
         self._ignore_table = {names.table(key): key for key in reversed(rules.ignore_table)}
         # Indexed by literal prefix (wildcards.LikeIndex): a key is matched only against the
-        # patterns it could match, so 10 000 wild rules cost about what one costs.
-        self._wild_do = like_index(rules.wild_do_table, names.table)
-        ignore = like_index(rules.wild_ignore_table, names.table)  # (`_wilds`: the lists that hold a pattern)
-        self._wilds = tuple(w for w in ((self._wild_do, True, "wild_do_table"), (ignore, False, "wild_ignore_table")) if w[0])
+        # patterns it could match, so 10 000 wild rules cost about what one costs. Kept: those that hold one.
+        wild = like_index(rules.wild_do_table, names.table), like_index(rules.wild_ignore_table, names.table)
+        self._wilds = tuple(w for w in zip(wild, (True, False), ("wild_do_table", "wild_ignore_table")) if w[0])
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
@@ -127,7 +126,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         step = self._wild_step(self.names.table(db + "."), f"database '{db}'")
         if step is not None:
             return step
-        if self._wild_do:
+        if self._wilds and self._wilds[0][1]:  # (a wild-do pattern)
             return Step(False, "replicate-wild-do-table", f"database '{db}' matches no wild-do pattern")
         return Step(True, None, f"database '{db}': no wild rule applies")
 

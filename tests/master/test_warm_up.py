@@ -55,3 +55,21 @@ def test_warm_up_over_a_bad_binlog_leaves_it_to_the_streams(tmp_path):
         service.warm_up()  # a magic, then no complete event
     finally:
         service.shutdown()
+
+
+def test_warm_up_freezes_what_it_made_out_of_the_collector_when_asked(binlog_copy):
+    """`master serve`'s warm-up (freeze=True) leaves the cyclic collector only what is made after
+    it: its full passes no longer walk the imported modules (sqlglot's among them) again and
+    again. Without it, nothing is frozen (the library leaves the process's collector alone). A
+    fresh process each: this one's objects are the tests'."""
+    script = ("import gc; from dumpfilter.master.service import DumpService; "
+              f"s = DumpService({str(binlog_copy)!r}); s.warm_up(freeze={{}}); s.shutdown(); "
+              "print(gc.get_freeze_count(), len(gc.get_objects()))")
+    counts = {}
+    for freeze in (False, True):
+        out = subprocess.run([sys.executable, "-c", script.format(freeze)], capture_output=True, text=True,
+                             timeout=120, check=True)
+        counts[freeze] = [int(n) for n in out.stdout.split()]
+    assert counts[False][0] == 0, counts
+    frozen, left = counts[True]
+    assert frozen > 10 * left and frozen > counts[False][1] // 2, counts  # (sqlglot's objects among the frozen)
