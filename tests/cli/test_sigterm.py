@@ -262,8 +262,9 @@ def test_sigterm_to_pytest_tears_the_plugin_fixtures_down(tmp_path):
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        assert wait_for(lambda: ready.exists() or proc.poll() is not None, 120) and proc.poll() is None, \
-            proc.communicate()
+        # (the file is there once opened, its text only once written: an empty read named '.')
+        assert wait_for(lambda: (ready.exists() and ready.read_text()) or proc.poll() is not None, 120) \
+            and proc.poll() is None, proc.communicate()
         relay = Path(ready.read_text())
         assert relay.is_dir() and relay.parent == tmp
         proc.send_signal(signal.SIGTERM)
