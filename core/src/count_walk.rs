@@ -18,10 +18,10 @@ use crate::stmt_units::{StmtUnits, ALWAYS};
 use crate::unit_list::{ListedUnit, UnitList};
 
 /// Every unit's form if skipped whole under one skip policy, as sums from the list's start
-/// (n + 1 of each): its bytes, events and placeholders (`Sum`), the units no form is made for
-/// (`none`), and (placeholders) the statement units, whose framing is their keys' to say. The counts are u32 (a binlog file's offsets are), and the two that stay 0 in
-/// most segments take no memory until one is not (`Zeros`): the arrays are written fresh per
-/// segment, and their pages faulting in were a third of the forms' time.
+/// (n + 1): bytes, events and placeholders (`Sum`), the units no form is made for (`none`), and
+/// (placeholders) the statement units, whose framing is their keys' to say. Counts are u32 (as a
+/// file's offsets), and the two that stay 0 in most segments take no memory until one is not
+/// (`Zeros`): the arrays are written fresh per segment; their pages faulting in cost a third.
 pub struct Forms {
     pub skip: u8,
     pub crc: bool,
