@@ -16,9 +16,9 @@ from dumpfilter.rules.statement_facts import ref_names
 from dumpfilter.codec.transactions import statement_verb
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.trigger_knowledge import TableRef, TriggerKey, TriggerKnowledge
-from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, NO_RULE, Decision, Names,
-                                         Step, db_list_check, decision_from, like_index, lower_tables, merge_steps,
-                                         table_names)
+from dumpfilter.rules.decisions import (MARIADB_ACL_TABLES, MYSQL_ACL_TABLES, NO_DATABASE_RULES, NO_RULE, Decision,
+                                         Names, Step, db_list_check, decision_from, like_index, lower_tables,
+                                         merge_steps, table_names)
 from dumpfilter.rules.decider import Decider
 from dumpfilter.rules.effective import EffectiveSemantics
 
