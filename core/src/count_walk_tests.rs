@@ -32,7 +32,7 @@ fn segment() -> (UnitList, Vec<u8>, StmtUnits) {
     let (d, _) = unit(&mut buf, &["UPDATE t SET a=4"]);
     let (e, _) = unit(&mut buf, &["INSERT INTO u VALUES (3)", "UPDATE t SET a=5"]);
     let mut list = UnitList::default();
-    list.add(b"f", 0, &[a, b, c, d, e], &[]);
+    list.add(b"f", 0, &[a, b, c, d, e], &[], &[]);
     let st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
     (list, buf, st)
 }
@@ -220,7 +220,7 @@ fn long_rows_over_two_files_are_counted_as_the_send_walk_counts_them() {
         let units: Vec<_> = (0..23 + 9 * p)
             .map(|k| unit(&mut parts[p], &[sql[k % 2]]).0)
             .collect();
-        list.add(file, 0, &units, &[]);
+        list.add(file, 0, &units, &[], &[]);
     }
     let bufs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
     let st = StmtUnits::build(&list, &bufs, &[(13, 0, 0), (13, 0, 0)]);

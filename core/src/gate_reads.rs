@@ -239,7 +239,7 @@ mod tests {
             vec![Some(vec![0u32].into_boxed_slice()), None]
         );
         let mut list = UnitList::default();
-        list.add(b"f", 0, &units, &tables);
+        list.add(b"f", 0, &units, &tables, &[]);
         let (row, keep) = ([ROW_KEEP; 2], [KEEP_KEEP; 2]);
         let unshown = |preset: bool, formats: &[(usize, usize, usize)]| {
             let mut gate = GateReads::default();

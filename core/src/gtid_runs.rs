@@ -112,7 +112,7 @@ mod tests {
             });
         }
         let mut l = UnitList::default();
-        l.add(b"f", 0, &scanned, &[]);
+        l.add(b"f", 0, &scanned, &[], &[]);
         (l, buf)
     }
 

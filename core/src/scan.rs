@@ -98,9 +98,8 @@ pub struct Unit {
     pub gtid_server: u32,
     /// Buffer offset of the unit's last event.
     pub last: usize,
-    /// The bytes of its Table_map and rows events while it had the fast shape: all of a fast
-    /// unit's (`UnitList::add` keeps the rest, its envelope, for `tally::table_bytes`).
-    pub row_bytes: usize,
+    /// Its first event's timestamp (`UnitList`'s runs of them: a count reads no unit for it).
+    pub ts: u32,
 }
 
 /// Words per unit record in the packed form handed to Python (`Unit::pack_into`).
@@ -135,6 +134,8 @@ pub struct ScanOut {
     pub units: Vec<Unit>,
     /// Name ids of the fast units' Table_maps, in order (see `Scanner::names`).
     pub tables: Vec<u32>,
+    /// Per Table_map of `tables`: its bytes and its rows events' (`tally::table_bytes` reads them).
+    pub tid_bytes: Vec<u32>,
     /// Buffer offset after the last unit handed out: where the next scan starts.
     pub stop: usize,
     /// Events in the units handed out.
@@ -235,9 +236,11 @@ pub struct Scanner {
     /// keeps its id across the transactions that write it, so most Table_maps are found here by
     /// comparing their name bytes with the entry's, without hashing them.
     name_cache: Vec<NameSlot>,
-    /// The open unit's Table_map ids and name ids (reused from unit to unit: no allocation).
+    /// The open unit's Table_map ids and name ids (reused from unit to unit: no allocation),
+    /// and each Table_map's bytes with its rows events' (`ScanOut::tid_bytes`).
     ids: Vec<[u8; 6]>,
     tables: Vec<u32>,
+    tid_bytes: Vec<u32>,
     pub events_walked: u64,
     /// CRCs of the common events are checked a run at a time (see `crc`); off, one by one.
     pub batch_crc: bool,
@@ -304,6 +307,7 @@ impl Scanner {
             name_cache: vec![NameSlot::default(); NAME_CACHE_SLOTS],
             ids: Vec::new(),
             tables: Vec::new(),
+            tid_bytes: Vec::new(),
             events_walked: 0,
             batch_crc: crc::batch_available(),
             run: Run::default(),
@@ -497,6 +501,7 @@ impl Scanner {
         let key = &buf[i..key_end];
         let tid: [u8; 6] = buf.get(pos + 19..pos + 25)?.try_into().ok()?;
         self.ids.push(tid);
+        self.tid_bytes.push((nxt - pos) as u32); // (an event's size fits its header's 32 bits)
         let slot = &mut self.name_cache[tid[0] as usize % NAME_CACHE_SLOTS];
         if slot.tid == tid && slot.key == key {
             self.tables.push(slot.id);
@@ -512,6 +517,21 @@ impl Scanner {
         slot.id = id;
         self.tables.push(id);
         Some(())
+    }
+
+    /// Whether the rows event at buf[pos..] (`size` bytes) is under a Table_map of the open
+    /// statement (`ids`): then its bytes are that table id's latest Table_map's (`tid_bytes`).
+    fn rows_under(&mut self, buf: &[u8], pos: usize, size: usize) -> bool {
+        let id = buf.get(pos + 19..pos + 25);
+        let Some(j) = id.and_then(|id| self.ids.iter().rposition(|x| x[..] == *id)) else {
+            return false;
+        };
+        // (`ids` are the unit's last Table_maps: the applier forgets a statement's at STMT_END)
+        let k = self.tables.len() - self.ids.len() + j;
+        if let Some(b) = self.tid_bytes.get_mut(k) {
+            *b = b.saturating_add(size as u32);
+        }
+        true
     }
 
     /// Groups buf[off..] into units. Stops at the first partial event, after the first unit

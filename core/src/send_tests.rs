@@ -26,7 +26,7 @@ fn forms_follow_the_owed_heartbeat_and_a_form_not_made_leaves_nothing() {
         u.flags |= F_FAST; // a row unit of no Table_map: its framing is its GTID and XID
     }
     let mut list = UnitList::default();
-    list.add(b"f", 0, &units, &[]);
+    list.add(b"f", 0, &units, &[], &[]);
     let owed = [7u8; 30];
     for (skip, made) in [(SKIP_PLACEHOLDER, 2), (SKIP_EMPTY, 3)] {
         let opt = SendOptions {
@@ -108,7 +108,7 @@ fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
         ..units[0]
     });
     let mut list = UnitList::default();
-    list.add(b"f", 0, &units, &[]);
+    list.add(b"f", 0, &units, &[], &[]);
     let (kept, skipped) = (&buf[units[0].start..units[0].end], &list.units[1]);
     let skips = [SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY];
     let answers = (&[KEEP, SKIP, SKIP][..], &[][..], None);
@@ -149,7 +149,7 @@ fn the_relay_mode_is_what_a_slave_relays_of_the_walk_under_each_policy() {
     ddl_buf[start + HEADER_LEN + 12] = standalone;
     units[2].flags |= crate::scan::F_STANDALONE;
     let mut list = UnitList::default();
-    list.add(b"f", 0, &units, &[]);
+    list.add(b"f", 0, &units, &[], &[]);
     let walks = relayed(&list, &[&ddl_buf], None, answers, 0, &skips, false);
     assert!(
         walks.iter().all(|s| s.next == 3),

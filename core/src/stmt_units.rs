@@ -476,7 +476,7 @@ mod tests {
             gtid_size: gtid_size as u32,
             ..Default::default()
         };
-        list.add(b"f", 0, &[unit], &[]);
+        list.add(b"f", 0, &[unit], &[], &[]);
         list
     }
 

@@ -1,23 +1,14 @@
 //! What a bandwidth experiment reports beside its totals, read off a UnitList in one pass each:
 //! where binlog time crosses a bucket (an hour: which units fall in it), where it ends, the bytes
 //! of each table's Table_map and Rows events and of each statement unit's statements (which
-//! tables cost the bandwidth). Only event headers, a Rows event's table id and the statement
-//! units' pieces are read; never a row image.
+//! tables cost the bandwidth). Only the list's records and the statement units' pieces are
+//! read; never a row image.
 
 use std::collections::HashMap;
 
-use crate::hops::events;
-use crate::le::{u32_at, u64_at};
 use crate::scan::{CONTROL, F_FAST};
-use crate::sent::prefetch;
 use crate::stmt_units::{StmtUnits, ALWAYS};
-use crate::types::{is_rows, HEADER_LEN, TABLE_MAP};
 use crate::unit_list::UnitList;
-
-/// How many units ahead of the one it reads `table_bytes` asks for the bytes of: each unit's
-/// first bytes waited on memory (a segment's pages are in no cache when `experiment` or a
-/// master's shadow pass counts it).
-const AHEAD: usize = 8;
 
 /// A buffer's bytes by table (`table_bytes`).
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -44,93 +35,47 @@ pub struct TableBytes {
 }
 
 /// Bytes per table of the fast units (see `TableBytes`), name ids below `names`, and the
-/// units' runs by `seconds` of binlog time.
-pub fn table_bytes(plan: &UnitList, bufs: &[&[u8]], names: usize, seconds: u32) -> TableBytes {
+/// units' runs by `seconds` of binlog time: all from the list's records (the scanner's bytes per
+/// Table_map and its time runs), no unit read (each unit's first bytes, and a unit of several
+/// tables' every event, were a cache miss: a quarter of a small-transaction count).
+pub fn table_bytes(plan: &UnitList, names: usize, seconds: u32) -> TableBytes {
     let mut t = TableBytes {
         by_name: vec![0u64; names],
         envelope: vec![0u64; names],
         ..TableBytes::default()
     };
-    let mut ids: Vec<(u64, u32)> = Vec::new();
-    let mut written: Vec<u32> = Vec::new();
     let seconds = seconds.max(1);
+    for &(k, ts) in plan.times() {
+        let bucket = ts / seconds;
+        if t.cuts.last().map(|c| c.1) != Some(bucket) {
+            t.cuts
+                .push((if t.cuts.is_empty() { 0 } else { k as usize }, bucket));
+        }
+    }
+    let mut written: Vec<u32> = Vec::new();
     for (k, u) in plan.units.iter().enumerate() {
-        if let Some(a) = plan.units.get(k + AHEAD) {
-            // (a unit whose envelope the scanner kept is read for its timestamp alone, below,
-            // where it writes one table: its first line, not its every line)
-            let end = if a.envelope != 0 {
-                a.end().min(a.start() + 64)
-            } else {
-                a.end()
-            };
-            let raw = bufs
-                .get(a.part as usize)
-                .and_then(|b| b.get(a.start()..end));
-            prefetch(raw.unwrap_or_default());
-        }
-        let buf = bufs.get(u.part as usize).copied().unwrap_or_default();
-        let ts = u32_at(buf, u.start()).filter(|t| *t != 0);
-        if let Some(bucket) = ts.map(|t| t / seconds) {
-            if t.cuts.last().map(|c| c.1) != Some(bucket) {
-                t.cuts.push((if t.cuts.is_empty() { 0 } else { k }, bucket));
-            }
-        }
         let size = u.end().saturating_sub(u.start()) as u64;
-        let tids = plan.tables(k);
-        if u.end() > buf.len() {
-            continue;
-        }
         if !u.tabled {
             t.other += size;
             continue;
         }
-        // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`, each Rows
-        // event after its own Table_map (the scanner walked it): where its Table_maps all name
-        // one table, every Table_map and Rows event is that table's and the rest its envelope,
-        // which the scanner kept (`ListedUnit::envelope`): no event is read.
-        let one = tids.first().filter(|n| tids.iter().all(|m| m == *n));
-        if let Some(&n) = one.filter(|_| u.envelope != 0) {
-            let (e, n) = (u.envelope as u64, n as usize);
-            if n < names {
-                t.by_name[n] += size.saturating_sub(e);
-                t.envelope[n] += e;
-                t.shared += e;
-            }
-            t.framing += if n < names { e } else { size };
-            continue;
-        }
-        // Else its GTID (`gtid_size`) and XID (from `last`) are envelope unread, and a Rows
-        // event is the table of the unit's latest Table_map of its table id.
-        ids.clear();
-        let at = (u.start() + u.gtid_size as usize).min(u.end());
-        let (mut maps, mut counted) = (0usize, 0u64);
-        let stop = u.last().clamp(at, u.end());
-        let mut envelope = (at - u.start() + u.end() - stop) as u64;
-        for (at, len) in events(buf, at, stop) {
-            let kind = buf[at + 4];
-            let name = if kind == TABLE_MAP {
-                maps += 1;
-                let name = tids.get(maps - 1).copied();
-                ids.extend(table_id(buf, at).zip(name));
-                name
-            } else if !is_rows(kind) {
-                envelope += len as u64;
-                None
-            } else {
-                table_id(buf, at).and_then(|id| ids.iter().rev().find(|m| m.0 == id).map(|m| m.1))
-            };
-            if let Some(slot) = name.and_then(|n| t.by_name.get_mut(n as usize)) {
-                *slot += len as u64;
-                counted += len as u64;
-            }
-        }
-        t.framing += size - counted;
+        // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`: its
+        // Table_maps and Rows events are its tables' (a Rows event its table id's latest
+        // Table_map's), the rest its envelope, shared between the tables it writes.
+        let (mut rows, mut counted) = (0u64, 0u64);
         written.clear();
-        for &n in tids {
-            if !written.contains(&n) && (n as usize) < names {
-                written.push(n);
+        for (&n, &b) in plan.tables(k).iter().zip(plan.tid_bytes(k)) {
+            rows += u64::from(b);
+            if let Some(slot) = t.by_name.get_mut(n as usize) {
+                *slot += u64::from(b);
+                counted += u64::from(b);
+                if !written.contains(&n) {
+                    written.push(n);
+                }
             }
         }
+        t.framing += size.saturating_sub(counted);
+        let envelope = size.saturating_sub(rows);
         if written.is_empty() || envelope == 0 {
             continue;
         }
@@ -146,13 +91,6 @@ fn share(envelope: u64, to: impl ExactSizeIterator<Item = u32>, into: &mut [u64]
     for (m, slot) in to.enumerate() {
         into[slot as usize] += envelope / n + if m == 0 { envelope % n } else { 0 };
     }
-}
-
-/// The 6-byte table id that opens a Table_map or Rows event's body (every server since 5.1.4
-/// writes 6; the 4-byte ids of older ones are read as the low bytes of these 6, which only
-/// matters if two of their tables share those).
-fn table_id(buf: &[u8], at: usize) -> Option<u64> {
-    u64_at(buf, at + HEADER_LEN).map(|v| v & 0xFFFF_FFFF_FFFF) // (the flags after it masked off)
 }
 
 /// `statement_tables`' answer for units 0..n of a list: what the bytes of its statement units
@@ -347,22 +285,21 @@ pub(crate) mod tests {
     }
 
     /// A fast row unit writing tables `names` (one Table_map and one Rows event each, ids 1..),
-    /// after a GTID and an annotation of `note` bytes, ended by an XID.
+    /// after a GTID and an annotation of `note` bytes, ended by an XID; with each Table_map's
+    /// bytes and its Rows event's, as the scanner records them, and the unit's envelope.
     fn row_unit(buf: &mut Vec<u8>, names: &[u32], note: usize) -> (Unit, Vec<u32>, u64) {
         let start = buf.len();
         buf.extend(event(162, &[0u8; 13]));
         buf.extend(event(crate::types::ANNOTATE_ROWS, &vec![b'x'; note]));
-        let mut payload = 0;
+        let mut bytes = Vec::new();
         for (k, _) in names.iter().enumerate() {
             let id = [k as u8 + 1, 0, 0, 0, 0, 0];
-            for e in [
-                event(TABLE_MAP, &[&id[..], &[0u8; 10]].concat()),
-                event(30, &[&id[..], &[1u8; 20]].concat()),
-            ] {
-                payload += e.len() as u64;
-                buf.extend(e);
-            }
+            let map = event(TABLE_MAP, &[&id[..], &[0u8; 10]].concat());
+            let rows = event(30, &[&id[..], &[1u8; 20]].concat());
+            bytes.push((map.len() + rows.len()) as u32);
+            buf.extend([map, rows].concat());
         }
+        let payload: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
         let last = buf.len();
         buf.extend(event(XID, &[0u8; 8]));
         let u = Unit {
@@ -375,7 +312,7 @@ pub(crate) mod tests {
             gtid_size: 32,
             ..Default::default()
         };
-        (u, names.to_vec(), (buf.len() - start) as u64 - payload)
+        (u, bytes, (buf.len() - start) as u64 - payload)
     }
 
     /// A row unit's envelope (its events but Table_maps and Rows) is split evenly between the
@@ -384,15 +321,20 @@ pub(crate) mod tests {
     #[test]
     fn row_units_share_their_envelopes_between_their_tables() {
         let mut buf = Vec::new();
-        let (a, a_ids, ea) = row_unit(&mut buf, &[2, 0, 2, 1], 7);
-        let (b, b_ids, eb) = row_unit(&mut buf, &[1], 11);
+        let (a, a_bytes, ea) = row_unit(&mut buf, &[2, 0, 2, 1], 7);
+        let (b, b_bytes, eb) = row_unit(&mut buf, &[1], 11);
         let (c, _, ec) = row_unit(&mut buf, &[], 5);
         let mut list = UnitList::default();
-        let tids: Vec<u32> = [&a_ids[..], &b_ids[..]].concat();
         let (mut a, mut b) = (a, b);
         (a.tables_lo, a.tables_hi, b.tables_lo, b.tables_hi) = (0, 4, 4, 5);
-        list.add(b"f", 0, &[a, b, c], &tids);
-        let t = table_bytes(&list, &[&buf], 3, 60);
+        list.add(
+            b"f",
+            0,
+            &[a, b, c],
+            &[2, 0, 2, 1, 1],
+            &[a_bytes, b_bytes].concat(),
+        );
+        let t = table_bytes(&list, 3, 60);
         assert_ne!(ea % 3, 0, "a remainder to give");
         let each = ea / 3;
         assert_eq!(t.envelope, vec![each, each + eb, each + ea % 3]);
@@ -415,7 +357,7 @@ pub(crate) mod tests {
         };
         buf.extend(event(4, &[0u8; 21])); // a Rotate
         let mut list = UnitList::default();
-        list.add(b"f", 0, &[a.clone(), b.clone(), control], &[]);
+        list.add(b"f", 0, &[a.clone(), b.clone(), control], &[], &[]);
         let st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
         // Keys: UPDATE t, INSERT u; key 0 in group 0 (table 0), key 1 in group 1 (table 1).
         assert_eq!((st.units, st.keys.len()), (2, 2));

@@ -35,10 +35,6 @@ pub struct ListedUnit {
     pub kind: u8,
     /// Whether its Table_maps' name ids are in the list (a fast unit): `UnitList::tables`.
     pub tabled: bool,
-    /// A fast unit's envelope (its bytes but its Table_maps' and rows events'), where the
-    /// scanner counted those (`Unit::row_bytes`) and it fits; 0 where not (a fast unit's
-    /// envelope holds its GTID): `tally::table_bytes` then walks the unit's events.
-    pub envelope: u16,
 }
 
 impl ListedUnit {
@@ -71,6 +67,10 @@ pub struct UnitList {
     pub parts: Vec<ListPart>,
     pub units: Vec<ListedUnit>,
     pub tids: Vec<u32>,
+    /// Per entry of `tids`: its Table_map's bytes and its rows events' (`Scanner::tid_bytes`).
+    tid_bytes: Vec<u32>,
+    /// (unit, timestamp) where the units' first events' timestamp changes, 0 skipped (`times`).
+    times: Vec<(u32, u32)>,
     /// tid-style bounds per unit, (lo, hi) pairs, for `rows`; (u32::MAX, u32::MAX) for a unit
     /// that is not fast.
     pub bounds: Vec<u32>,
@@ -129,7 +129,15 @@ impl UnitList {
     /// first `n` of them, up to one whose offsets in the buffer do not fit 32 bits (a part is a
     /// segment's read buffer: only a transaction of 4 GiB does not, which a binlog position, 32
     /// bits in every event's header, cannot address either).
-    pub fn add(&mut self, file: &[u8], base: u64, units: &[Unit], tables: &[u32]) -> usize {
+    /// `tid_bytes`: each name id's bytes (`ScanOut::tid_bytes`; 0 past its end).
+    pub fn add(
+        &mut self,
+        file: &[u8],
+        base: u64,
+        units: &[Unit],
+        tables: &[u32],
+        tid_bytes: &[u32],
+    ) -> usize {
         self.statements = OnceLock::new(); // made again, for every unit, when asked
         self.sums = OnceLock::new();
         self.name_totals = OnceLock::new();
@@ -140,6 +148,8 @@ impl UnitList {
         });
         let off = self.tids.len() as u32;
         self.tids.extend_from_slice(tables);
+        self.tid_bytes.extend(tid_bytes.iter().take(tables.len()));
+        self.tid_bytes.resize(self.tids.len(), 0);
         self.units.reserve(units.len());
         self.bounds.reserve(2 * units.len());
         for (n, u) in units.iter().enumerate() {
@@ -156,12 +166,12 @@ impl UnitList {
                 (u32::MAX, u32::MAX)
             };
             self.bounds.extend_from_slice(&[lo, hi]);
-            let size = u.end.saturating_sub(u.start);
-            let counted = fast && u.row_bytes > 0;
-            let envelope = size.checked_sub(u.row_bytes).filter(|_| counted);
-            self.size += size as u64;
+            self.size += u.end.saturating_sub(u.start) as u64;
             self.flags_any |= u.flags;
             let k = self.units.len() as u32;
+            if u.ts != 0 && self.times.last().map(|t| t.1) != Some(u.ts) {
+                self.times.push((k, u.ts));
+            }
             self.gtids.push(k, u.gtid_domain, u.gtid_server, u.gtid_seq);
             self.units.push(ListedUnit {
                 part,
@@ -173,7 +183,6 @@ impl UnitList {
                 gtid_size: u.gtid_size,
                 kind: u.kind,
                 tabled: fast,
-                envelope: envelope.and_then(|e| u16::try_from(e).ok()).unwrap_or(0),
             });
         }
         units.len()
@@ -202,7 +211,9 @@ impl UnitList {
         });
         let parts: usize = self.parts.iter().map(|p| p.file.capacity()).sum();
         self.units.capacity() * size_of::<ListedUnit>()
-            + (self.tids.capacity() + self.bounds.capacity()) * size_of::<u32>()
+            + (self.tids.capacity() + self.tid_bytes.capacity() + self.bounds.capacity())
+                * size_of::<u32>()
+            + self.times.capacity() * size_of::<(u32, u32)>()
             + self.gtids.heap_bytes()
             + self.parts.capacity() * size_of::<ListPart>()
             + parts
@@ -342,6 +353,18 @@ impl UnitList {
         self.table_range(k)
             .and_then(|r| self.tids.get(r))
             .unwrap_or(&[])
+    }
+
+    /// The bytes of unit k's Table_maps, each with its rows events', as `tables(k)` names them.
+    pub fn tid_bytes(&self, k: usize) -> &[u32] {
+        self.table_range(k)
+            .and_then(|r| self.tid_bytes.get(r))
+            .unwrap_or(&[])
+    }
+
+    /// (unit, timestamp) at each change of the units' first events' timestamps (0 skipped).
+    pub fn times(&self) -> &[(u32, u32)] {
+        &self.times
     }
 
     /// Where unit k's name ids lie in `tids`; None for a unit that is not fast.

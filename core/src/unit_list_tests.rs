@@ -32,7 +32,7 @@ fn tally_names_counts_the_table_maps_of_the_ranges() {
             });
         }
         let mut list = UnitList::default();
-        list.add(b"f", 0, &units, &tables);
+        list.add(b"f", 0, &units, &tables, &[]);
         let n = units.len();
         let mut ranges = Vec::new();
         let mut at = 0;
@@ -74,7 +74,7 @@ fn heap_bytes_counts_the_records_and_what_is_read_later() {
         })
         .collect();
     let mut list = UnitList::default();
-    list.add(b"f", 0, &units, &(0..1000).collect::<Vec<u32>>());
+    list.add(b"f", 0, &units, &(0..1000).collect::<Vec<u32>>(), &[]);
     let listed = list.heap_bytes();
     assert!(listed >= 1000 * (std::mem::size_of::<ListedUnit>() + 3 * 4));
     list.sums();
@@ -125,7 +125,7 @@ fn a_listed_unit_reads_back_the_scanned_unit() {
                 .iter()
                 .map(|u| tables[u.tables_lo as usize..u.tables_hi as usize].to_vec())
                 .collect();
-            assert_eq!(list.add(b"f", 7, &units, &tables), units.len());
+            assert_eq!(list.add(b"f", 7, &units, &tables, &[]), units.len());
             want.extend(units.into_iter().zip(ids).map(|(u, ids)| (part, u, ids)));
         }
         for (k, (part, u, ids)) in want.iter().enumerate() {
@@ -167,7 +167,7 @@ fn a_unit_past_4_gib_of_its_buffer_is_not_listed() {
     let big = u32::MAX as usize;
     let units = [unit(0, 10), unit(10, big + 1), unit(big + 1, big + 9)];
     let mut list = UnitList::default();
-    assert_eq!(list.add(b"f", 0, &units, &[]), 1);
+    assert_eq!(list.add(b"f", 0, &units, &[], &[]), 1);
     assert_eq!(list.units.len(), 1);
 }
 

@@ -383,12 +383,19 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
     );
     // One stream's send walk over the scanned units, with random answers.
     let mut plan = UnitList::default();
-    plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    plan.add(b"bin.000001", 0, &out.units, &out.tables, &out.tid_bytes);
     // The per-unit reads the master makes of a UnitList: in bounds, and what the scan said.
     for k in 0..=out.units.len() {
         let tables = plan.tables(k);
         assert!(
             tables.iter().all(|id| (*id as usize) < scanner.names.len()),
+            "iteration {iteration}"
+        );
+        // Its Table_maps' bytes with their rows events': one each, within the unit's bytes.
+        let bytes = plan.tid_bytes(k).iter().map(|&b| b as usize);
+        let size = out.units.get(k).map_or(0, |u| u.end - u.start);
+        assert!(
+            plan.tid_bytes(k).len() == tables.len() && bytes.sum::<usize>() <= size,
             "iteration {iteration}"
         );
         if let Some((part, end)) = plan.end(k) {
@@ -675,10 +682,10 @@ fn synthetic_binlogs_group_as_expected() {
 
 /// `tally::table_bytes` of scanned units: each table has its Table_maps' and rows events' bytes,
 /// a unit's envelope (GTID, BEGIN, Annotate_rows or Rows_query, XID) goes to its tables, split
-/// evenly, the remainder to the first; where a unit's Table_maps name one table its envelope is
-/// what the scanner kept (none of its events read again) unless that was past a u16 (0 kept).
-/// The scanner takes the fast units' events in its tight loop, or one by one where CRCs are
-/// checked event by event: both keep the same.
+/// evenly, the remainder to the first, all from what the scanner kept of each Table_map (its
+/// bytes and its rows events') and of each unit's time: no event is read again. The scanner
+/// takes the fast units' events in its tight loop, or one by one where CRCs are checked event
+/// by event: both keep the same.
 #[test]
 fn table_bytes_are_what_the_scanned_events_say() {
     for run in 0..4 {
@@ -697,7 +704,7 @@ fn table_bytes_are_what_the_scanned_events_say() {
             (&[(73, "t1")], 70_000), // an envelope past a u16
             (&[(74, "t1"), (75, "t2")], 10),
         ];
-        let (mut tables, mut envelopes) = ([0u64; 2], Vec::new());
+        let (mut tables, mut envelopes, mut maps) = ([0u64; 2], Vec::new(), Vec::new());
         for (i, (statements, note)) in units.iter().enumerate() {
             let start = data.len();
             data.extend(gtid(mariadb, i as u64 + 1, false, crc));
@@ -717,6 +724,7 @@ fn table_bytes_are_what_the_scanned_events_say() {
                 let events = [table_map(id, "db1", table, crc), rows(id, true, crc)];
                 let size: usize = events.iter().map(Vec::len).sum();
                 tables[usize::from(table == "t2")] += size as u64;
+                maps.push(size as u32);
                 rows_bytes += size;
                 data.extend(events.concat());
             }
@@ -728,15 +736,15 @@ fn table_bytes_are_what_the_scanned_events_say() {
         let out = scanner.units(&data, 4, 0, usize::MAX, true);
         assert!(out.error.is_none() && out.units.len() == 5); // the FDE, the 4 units
         let mut plan = UnitList::default();
-        plan.add(b"bin.000001", 4, &out.units, &out.tables);
-        let kept: Vec<u16> = plan.units[1..].iter().map(|u| u.envelope).collect();
+        plan.add(b"bin.000001", 4, &out.units, &out.tables, &out.tid_bytes);
+        assert_eq!(out.tid_bytes, maps, "{mariadb} {one_by_one}");
+        let first = |u: &_core::scan::Unit| {
+            u32::from_le_bytes(data[u.start..u.start + 4].try_into().unwrap())
+        };
+        assert!(out.units.iter().all(|u| u.ts == first(u) && u.ts != 0));
         let e = &envelopes;
-        assert_eq!(
-            kept,
-            [e[0] as u16, e[1] as u16, 0, e[3] as u16],
-            "{mariadb} {one_by_one}"
-        );
-        let t = _core::tally::table_bytes(&plan, &[&data], 2, 60);
+        let t = _core::tally::table_bytes(&plan, 2, 60);
+        assert_eq!(t.cuts, vec![(0, first(&out.units[0]) / 60)]);
         let id = |name: &[u8]| scanner.names.iter().position(|n| n.1 == name).unwrap();
         let (t1, t2) = (id(b"t1"), id(b"t2"));
         assert_eq!((t.by_name[t1], t.by_name[t2]), (tables[0], tables[1]));
@@ -747,6 +755,38 @@ fn table_bytes_are_what_the_scanned_events_say() {
         assert_eq!((t.framing, t.shared), (total, total));
         assert_eq!(t.other, out.units[0].end as u64 - 4); // the FDE
     }
+}
+
+/// A run of units starts where their first events' time enters a new bucket; a unit of
+/// time 0 (an artificial event) joins the run before it; the first run starts at unit 0.
+#[test]
+fn time_runs_cut_where_a_bucket_starts() {
+    let times = [100u32, 0, 100, 130, 179, 200, 0, 250, 250];
+    let units: Vec<_core::scan::Unit> = (times.iter().enumerate())
+        .map(|(k, &ts)| _core::scan::Unit {
+            start: 10 * k,
+            end: 10 * k + 10,
+            ts,
+            ..Default::default()
+        })
+        .collect();
+    let mut list = UnitList::default();
+    list.add(b"f", 0, &units[..4], &[], &[]);
+    list.add(b"g", 0, &units[4..], &[], &[]); // (a second part: unit numbers go on)
+    assert_eq!(
+        list.times(),
+        [(0, 100), (3, 130), (4, 179), (5, 200), (7, 250)]
+    );
+    let t = _core::tally::table_bytes(&list, 0, 60);
+    assert_eq!(t.cuts, vec![(0, 1), (3, 2), (5, 3), (7, 4)]);
+    assert_eq!((t.other, t.framing), (90, 0));
+    let later = _core::scan::Unit {
+        ts: 30,
+        ..Default::default()
+    }; // (first at unit 0 whatever its time)
+    let mut one = UnitList::default();
+    one.add(b"f", 0, &[_core::scan::Unit::default(), later], &[], &[]);
+    assert_eq!(_core::tally::table_bytes(&one, 0, 60).cuts, vec![(0, 0)]);
 }
 
 #[test]
@@ -846,7 +886,7 @@ fn a_stream_sends_kept_units_and_one_heartbeat_per_skipped_stretch() {
     let mut scanner = Scanner::new(true);
     let out = scanner.units(&data, 4, 0, usize::MAX, true);
     let mut plan = UnitList::default();
-    plan.add(b"bin.000001", 0, &out.units, &out.tables);
+    plan.add(b"bin.000001", 0, &out.units, &out.tables, &out.tid_bytes);
     // Tables t0..t11 of db1 (ten of them in fast units): keep the even ones.
     let keep: Vec<u8> = scanner
         .names
@@ -1070,8 +1110,20 @@ fn a_plan_answers_per_unit_as_the_scan_gave_them() {
     let out = scanner.units(&data, 4, 1000, usize::MAX, true);
     assert!(out.error.is_none());
     let mut plan = UnitList::default();
-    plan.add(b"bin.000001", 1000, &out.units[..2], &out.tables);
-    plan.add(b"bin.000001", 1000, &out.units[2..], &out.tables);
+    plan.add(
+        b"bin.000001",
+        1000,
+        &out.units[..2],
+        &out.tables,
+        &out.tid_bytes,
+    );
+    plan.add(
+        b"bin.000001",
+        1000,
+        &out.units[2..],
+        &out.tables,
+        &out.tid_bytes,
+    );
     assert_eq!(plan.units.len(), 5); // FDE, three transactions, the Rotate
     let size: usize = out.units.iter().map(|u| u.end - u.start).sum();
     assert_eq!(plan.size, size as u64);

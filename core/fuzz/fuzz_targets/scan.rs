@@ -185,14 +185,17 @@ fuzz_target!(|data: &[u8]| {
                 .all(|(id, _)| (*id as usize) < stmt.keys.len())
     );
     let mut plan = UnitList::default();
-    plan.add(b"bin.000001", 4, &out.units, &out.tables);
+    plan.add(b"bin.000001", 4, &out.units, &out.tables, &out.tid_bytes);
     let row = plan.rows_many(&[&keep], None).remove(0);
     // Bytes by table (`experiment`): the envelopes shared out are the fast units' framing's.
     // Buckets of 0 s (taken as 1), a minute, an hour or whatever the input's first byte says.
     let seconds = [0, 60, 3600, u32::from(control)][usize::from(control >> 6)];
-    let by_table = _core::tally::table_bytes(&plan, &[&buf[..]], scanner.names.len(), seconds);
+    let by_table = _core::tally::table_bytes(&plan, scanner.names.len(), seconds);
     assert_eq!(by_table.envelope.iter().sum::<u64>(), by_table.shared);
     assert!(by_table.shared <= by_table.framing);
+    // Every byte of the units in one place: a table's, the framing, the other units'.
+    let placed = by_table.by_name.iter().sum::<u64>() + by_table.framing + by_table.other;
+    assert_eq!(placed, plan.units.iter().map(|u| (u.end - u.start) as u64).sum::<u64>());
     // The time runs start in unit order, each at a unit of the list.
     assert!(by_table.cuts.windows(2).all(|w| w[0].0 < w[1].0));
     assert!(by_table.cuts.iter().all(|c| c.0 < plan.units.len()));

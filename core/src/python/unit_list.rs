@@ -203,9 +203,8 @@ impl PyUnitList {
         let (first, before) = (self.bufs.is_empty(), self.list.units.len());
         let mut added = out.units.len();
         if added > 0 {
-            added = self
-                .list
-                .add(file.as_bytes(), base, &out.units, &out.tables);
+            let (file, maps) = (file.as_bytes(), (&out.tables, &out.tid_bytes));
+            added = self.list.add(file, base, &out.units, maps.0, maps.1);
             if let Some(u) = out.units.get(added) {
                 let at = base + u.start as u64;
                 let message = format!(

@@ -39,7 +39,7 @@ impl PyUnitList {
     fn table_bytes(&self, py: Python<'_>, names: usize, seconds: u32) -> PyResult<TableBytes> {
         let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
-        let t = py.detach(|| crate::tally::table_bytes(list, &bufs, names, seconds));
+        let t = py.detach(|| crate::tally::table_bytes(list, names, seconds));
         TableBytes::new(py, t)
     }
 

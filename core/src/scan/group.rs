@@ -55,6 +55,7 @@ impl Scanner {
             stop: off,
             units: Vec::with_capacity((span / 256).clamp(16, 1 << 16)),
             tables: Vec::with_capacity((span / 256).clamp(16, 1 << 16)),
+            tid_bytes: Vec::with_capacity((span / 256).clamp(16, 1 << 16)),
             ..Default::default()
         };
         let mut cur: Option<Open> = None;
@@ -184,14 +185,10 @@ impl Scanner {
                     break;
                 }
                 open.annotation = false;
-                open.unit.row_bytes += size;
             } else if is_rows(t) {
-                let id = buf.get(pos + 19..pos + 25);
-                let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
-                if open.annotation || !declared {
+                if open.annotation || !self.rows_under(buf, pos, size) {
                     break;
                 }
-                open.unit.row_bytes += size;
                 if statement_ends(buf, pos) {
                     self.ids.clear(); // the applier releases the statement's maps here
                 }
@@ -280,6 +277,7 @@ impl Scanner {
             };
             unit.tables_lo = out.tables.len() as u32;
             out.tables.extend_from_slice(&self.tables);
+            out.tid_bytes.extend_from_slice(&self.tid_bytes);
             unit.tables_hi = out.tables.len() as u32;
         }
         out.units.push(unit);
@@ -311,6 +309,7 @@ impl Scanner {
             open.unit.flags |= extra;
             self.ids.clear();
             self.tables.clear();
+            self.tid_bytes.clear();
             *cur = Some(open);
             return Ok(());
         }
@@ -320,7 +319,7 @@ impl Scanner {
             if let Some(open) = cur.take() {
                 self.emit(open, false, out);
             }
-            out.units.push(control_unit(pos, nxt, t, extra, false));
+            out.units.push(control_unit(buf, pos, nxt, t, extra, false));
             return Ok(());
         }
         if is_control(t) {
@@ -330,11 +329,11 @@ impl Scanner {
                 Some(open) => open.join_control(pos, nxt, t, extra, real_rotate, fmt_before),
                 None => out
                     .units
-                    .push(control_unit(pos, nxt, t, extra, real_rotate)),
+                    .push(control_unit(buf, pos, nxt, t, extra, real_rotate)),
             }
             return Ok(());
         }
-        let open = cur.get_or_insert_with(|| Open::statement(pos));
+        let open = cur.get_or_insert_with(|| Open::statement(buf, pos));
         open.join(pos, nxt);
         open.placeholders += u32::from(t == RAND && is_placeholder(buf, pos)); // (as `rand_run`)
         open.unit.flags |= extra;
@@ -370,10 +369,7 @@ impl Scanner {
             }
             Fast::Body => {
                 if is_rows(t) {
-                    open.unit.row_bytes += nxt - pos;
-                    let id = buf.get(pos + 19..pos + 25);
-                    let declared = id.is_some_and(|id| self.ids.iter().any(|x| x[..] == *id));
-                    if open.annotation || !declared {
+                    if open.annotation || !self.rows_under(buf, pos, nxt - pos) {
                         open.fast = Fast::No; // rows of a Table_map outside this unit, or this statement
                     } else if statement_ends(buf, pos) {
                         // A replica forgets a statement's Table_maps at its STMT_END_F: a later
@@ -385,10 +381,7 @@ impl Scanner {
                 } else if t == TABLE_MAP {
                     let post = fmt.post_header_len(TABLE_MAP) as usize;
                     match self.add_table_map(buf, pos, nxt, post, fmt.checksum_len) {
-                        Some(()) => {
-                            open.annotation = false;
-                            open.unit.row_bytes += nxt - pos;
-                        }
+                        Some(()) => open.annotation = false,
                         None => open.fast = Fast::No,
                     }
                 } else if t == ANNOTATE_ROWS || t == ROWS_QUERY {
@@ -412,7 +405,7 @@ impl Open {
     }
 
     /// A unit that opens without a GTID (a statement, or old non-transactional rows), at `pos`.
-    fn statement(pos: usize) -> Self {
+    fn statement(buf: &[u8], pos: usize) -> Self {
         Open {
             unit: Unit {
                 start: pos,
@@ -420,6 +413,7 @@ impl Open {
                 events: 0,
                 kind: STATEMENT,
                 last: pos,
+                ts: u32_at(buf, pos).unwrap_or(0),
                 ..Default::default()
             },
             ..Default::default()
@@ -463,6 +457,7 @@ fn open_gtid(buf: &[u8], pos: usize, nxt: usize, t: u8, fast_ok: bool) -> Result
         kind: TRANSACTION,
         last: pos,
         gtid_size: (nxt - pos) as u32,
+        ts: u32_at(buf, pos).unwrap_or(0),
         ..Default::default()
     };
     let mut standalone = false;
@@ -512,7 +507,7 @@ fn open_gtid(buf: &[u8], pos: usize, nxt: usize, t: u8, fast_ok: bool) -> Result
 }
 
 /// A control event outside any unit: a complete unit of its own.
-fn control_unit(pos: usize, nxt: usize, t: u8, extra: u32, real_rotate: bool) -> Unit {
+fn control_unit(buf: &[u8], pos: usize, nxt: usize, t: u8, extra: u32, real_rotate: bool) -> Unit {
     let mut flags = F_COMPLETE | extra;
     if t == FORMAT_DESCRIPTION {
         flags |= F_HAS_FDE;
@@ -527,6 +522,7 @@ fn control_unit(pos: usize, nxt: usize, t: u8, extra: u32, real_rotate: bool) ->
         kind: CONTROL,
         flags,
         last: pos,
+        ts: u32_at(buf, pos).unwrap_or(0),
         ..Default::default()
     }
 }
