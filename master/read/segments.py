@@ -55,10 +55,10 @@ CACHE_SEGMENTS = 512
 # of unit lists and 96 MB of pages, eight do-db slaves over a 648 MB binlog scanned it eight times;
 # with 96 MB and 40 MB, once (master CPU 3.3x one slave's -> 1.8x, peak RSS 300 -> 211 MB).
 # Each kept segment counts what it holds (`UnitIndex.held_bytes`: the core's records, name ids and
-# statement units, the answer rows kept). A unit's record is 32 bytes and its Table_map bounds 8 (it
+# statement units, the answer rows kept). A unit's record is 32 bytes, its Table_map bounds 8 (it
 # was 80: the 726 MB small-transaction binlog of the bench matrix, 2.1 million units of 1-2 rows,
-# held 193 MB, past this budget, and 64 do-db slaves scanned 115-145 times its 87 segments; now
-# 93 MB, 87 scans); a MIXED segment's statement units (16 bytes a piece, about five a transaction)
+# held 193 MB, past this budget, and 64 do-db slaves scanned 115-145 times its 87 segments; then
+# 93 MB, 87 scans), a Table_map's name id and bytes 8 (11% more: the 586 MB one's 75 -> 83 MB); a MIXED segment's statement units (16 bytes a piece, about five a transaction)
 # about twice its records (the 520 MB realistic MIXED binlog: 114 MB, 135 bytes a unit). Every
 # workload of the matrix keeps all its lists within 192 MB; a smaller budget saves no RSS on them
 # (what is held is the lists, not the budget) and brings scans back on a longer binlog.

@@ -1,7 +1,9 @@
 """What a master keeps of a segment by its scan (`_core.held_bytes`, which the kept budget counts:
 master.read.segments INDEX_BYTES) is what the UnitList allocates, and a unit of small transactions
-costs at most 48 bytes of it (its record 32 bytes, its Table_map bounds 8, its name ids): the
-lists of 2.1 million units of the bench matrix's small-transaction binlog fit the budget with room."""
+costs at most 64 bytes of it (its record 32 bytes, its Table_map bounds 8, each of its two Table_maps'
+name id and bytes 8, and a time run 8 where every unit's time is new, as the generator's are; a
+server's change once a second): the lists of 2.1 million units of the bench matrix's
+small-transaction binlog fit the budget with room."""
 
 from __future__ import annotations
 
@@ -48,4 +50,4 @@ def test_held_bytes_are_what_a_unit_list_allocates(tmp_path, binlog_format):
     assert len(units) > 20_000
     assert abs(grown - held) <= 0.1 * held, (grown, held)
     if binlog_format == "row":
-        assert held <= 48 * len(units), held / len(units)
+        assert held <= 64 * len(units), held / len(units)
