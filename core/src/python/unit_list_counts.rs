@@ -37,7 +37,6 @@ impl PyUnitList {
     /// units' framing bytes, the other units' bytes, and a TimeCut (first unit, bucket) for each
     /// run of units whose binlog time falls in one `seconds` bucket (see tally::table_bytes).
     fn table_bytes(&self, py: Python<'_>, names: usize, seconds: u32) -> PyResult<TableBytes> {
-        let bufs: Vec<&[u8]> = self.bufs.iter().map(|b| b.bytes(py)).collect();
         let list = &self.list;
         let t = py.detach(|| crate::tally::table_bytes(list, names, seconds));
         TableBytes::new(py, t)
