@@ -62,10 +62,23 @@ pub fn table_bytes(plan: &UnitList, names: usize, seconds: u32) -> TableBytes {
         // A fast unit is `GTID [BEGIN] {Annotate|Rows_query|Table_map|Rows}* XID`: its
         // Table_maps and Rows events are its tables' (a Rows event its table id's latest
         // Table_map's), the rest its envelope, shared between the tables it writes.
-        let (mut rows, mut counted) = (0u64, 0u64);
+        let (tids, bytes) = plan.maps(k);
+        let rows: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
+        let envelope = size.saturating_sub(rows);
+        if let Some(&n) = tids.first().filter(|n| tids.iter().all(|m| m == *n)) {
+            // (one table, as most units: no division)
+            let known = (n as usize) < names;
+            if known {
+                t.by_name[n as usize] += rows;
+                t.envelope[n as usize] += envelope;
+                t.shared += envelope;
+            }
+            t.framing += if known { envelope } else { size };
+            continue;
+        }
+        let mut counted = 0u64;
         written.clear();
-        for (&n, &b) in plan.tables(k).iter().zip(plan.tid_bytes(k)) {
-            rows += u64::from(b);
+        for (&n, &b) in tids.iter().zip(bytes) {
             if let Some(slot) = t.by_name.get_mut(n as usize) {
                 *slot += u64::from(b);
                 counted += u64::from(b);
@@ -75,7 +88,6 @@ pub fn table_bytes(plan: &UnitList, names: usize, seconds: u32) -> TableBytes {
             }
         }
         t.framing += size.saturating_sub(counted);
-        let envelope = size.saturating_sub(rows);
         if written.is_empty() || envelope == 0 {
             continue;
         }

@@ -355,11 +355,11 @@ impl UnitList {
             .unwrap_or(&[])
     }
 
-    /// The bytes of unit k's Table_maps, each with its rows events', as `tables(k)` names them.
-    pub fn tid_bytes(&self, k: usize) -> &[u32] {
-        self.table_range(k)
-            .and_then(|r| self.tid_bytes.get(r))
-            .unwrap_or(&[])
+    /// Unit k's Table_maps: their name ids (`tables`) and their bytes, each with its rows events'.
+    pub fn maps(&self, k: usize) -> (&[u32], &[u32]) {
+        let r = self.table_range(k).unwrap_or_default();
+        let bytes = self.tid_bytes.get(r.clone()).unwrap_or(&[]);
+        (self.tids.get(r).unwrap_or(&[]), bytes)
     }
 
     /// (unit, timestamp) at each change of the units' first events' timestamps (0 skipped).

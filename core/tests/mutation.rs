@@ -392,10 +392,12 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
             "iteration {iteration}"
         );
         // Its Table_maps' bytes with their rows events': one each, within the unit's bytes.
-        let bytes = plan.tid_bytes(k).iter().map(|&b| b as usize);
+        let (names, bytes) = plan.maps(k);
         let size = out.units.get(k).map_or(0, |u| u.end - u.start);
         assert!(
-            plan.tid_bytes(k).len() == tables.len() && bytes.sum::<usize>() <= size,
+            names == tables
+                && bytes.len() == tables.len()
+                && bytes.iter().map(|&b| b as usize).sum::<usize>() <= size,
             "iteration {iteration}"
         );
         if let Some((part, end)) = plan.end(k) {
