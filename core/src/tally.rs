@@ -100,8 +100,12 @@ pub fn table_bytes(plan: &UnitList, names: usize, seconds: u32) -> TableBytes {
 /// `envelope` shared out evenly among the slots `to` of `into`, the first taking what is left.
 fn share(envelope: u64, to: impl ExactSizeIterator<Item = u32>, into: &mut [u64]) {
     let n = to.len() as u64;
+    let (each, left) = match n {
+        1 => (envelope, 0), // (most units write one table: no division)
+        _ => (envelope / n.max(1), envelope % n.max(1)),
+    };
     for (m, slot) in to.enumerate() {
-        into[slot as usize] += envelope / n + if m == 0 { envelope % n } else { 0 };
+        into[slot as usize] += each + if m == 0 { left } else { 0 };
     }
 }
 
