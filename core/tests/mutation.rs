@@ -298,7 +298,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         assert_eq!(
             (
                 &out.units,
-                &out.tables,
+                (&out.tables, &out.tid_bytes),
                 out.stop,
                 out.events,
                 out.last_rotate,
@@ -306,7 +306,7 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
             ),
             (
                 &other.units,
-                &other.tables,
+                (&other.tables, &other.tid_bytes),
                 other.stop,
                 other.events,
                 other.last_rotate,
@@ -803,10 +803,10 @@ fn placeholder_units_group_as_the_general_path_groups_them() {
         one_by_one.batch_crc = false;
         let general = one_by_one.units(&data, 4, 0, usize::MAX, true);
         assert_eq!(
-            (&out.units, &out.tables, out.stop, out.events),
+            (&out.units, (&out.tables, &out.tid_bytes), out.stop, out.events),
             (
                 &general.units,
-                &general.tables,
+                (&general.tables, &general.tid_bytes),
                 general.stop,
                 general.events
             ),

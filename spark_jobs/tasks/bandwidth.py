@@ -329,7 +329,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked
     # bucket by bucket, so that what it reads and is sent is known per bucket (a Heartbeat counts
     # in the bucket it is sent).
-    # (table_bytes' walk reads each unit's time too, in buckets that divide a minute and an hour)
+    # (table_bytes gives the units' runs of time too, by buckets that divide a minute and an hour)
     step = math.gcd(MINUTE, HOUR)
     by_table = units.table_bytes(len(names), step)
     fine = [(cut.unit, cut.bucket * step) for cut in by_table.cuts]
