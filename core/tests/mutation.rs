@@ -803,7 +803,12 @@ fn placeholder_units_group_as_the_general_path_groups_them() {
         one_by_one.batch_crc = false;
         let general = one_by_one.units(&data, 4, 0, usize::MAX, true);
         assert_eq!(
-            (&out.units, (&out.tables, &out.tid_bytes), out.stop, out.events),
+            (
+                &out.units,
+                (&out.tables, &out.tid_bytes),
+                out.stop,
+                out.events
+            ),
             (
                 &general.units,
                 (&general.tables, &general.tid_bytes),
