@@ -259,6 +259,7 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
                         for s, gate in distinct]
             # the lone statements, read once for every rule group (after theirs are held: `_rule_group`)
             lone: LoneUnits = _HELD.__dict__.setdefault("lone", LoneUnits())
+            lone.flush({}, {})  # (what a chunk an error ended left: dropped)
         partial = sum(c.out.counts.transactions_partial for c in counters)
         fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
@@ -270,6 +271,7 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
         if cut is not None:
             raise cut  # not one whole unit before it: nothing to count
         return []
+    lone.flush(counters[0].out.tables, counters[0].out.statements)
     done = [counter.finish() for counter in counters]
     for part in done:
         part.rotate_end = rotate_end
@@ -340,10 +342,8 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     other = by_table.other
     # The statement units by key, read once for every slave (the format in force from the unit
     # after the buffer's last Format_description, or from its start).
-    if current is None:
-        formats = [(0, 0, 1 << 62)]
-    else:
-        formats = [(current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
+    formats = [(0, 0, 1 << 62)] if current is None else [
+        (current.post_header_len(EventType.QUERY), current.checksum_len, fdes[-1] + 1 if fdes else 0)]
     # (their bytes read once for every rule group that answers them, `KeyList`; a buffer of fast
     # units holds none)
     keys = units.statement_units(formats).keys if other else []
@@ -361,22 +361,18 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # groups have read them (`made`: each decoded once).
     statements = counters[0].out.statements if counters else {}
     left = keyed_tables(units, n, keys, tables, statements) if other else []
-    for counter in counters:
-        counter.out.statements = counters[0].out.statements
     lone.buffer(units, formats, txn)
     # Each rule group's answers, made once for its slaves; the answers per unit from keep bytes for
     # all groups at once: one read of the units' Table_maps and one of their statement keys per 64
     # distinct answers, not one per slave.
     groups: dict[int, GroupAnswers] = {}
     for counter in counters:
-        counter.out.tables = tables
+        counter.out.tables, counter.out.statements = tables, statements
         if id(counter.group) not in groups:
             counter.group.buffer(lone)
             groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
     rows = made_rows(units, names, formats, [(a.keep, a.stmt, a.guards) for a in groups.values()])
     answer_all(list(groups.values()), rows, bounds[0][0], txn, lone)
-    if left:  # (their bytes by table read off their classes: rules on databases alone did not classify them)
-        lone.classify()
     for k in left:
         if not lone.tally(k, tables, statements):
             _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)

@@ -95,8 +95,7 @@ class RuleGroup:
         self.lone = lone
 
     def result(self, k: int, txn: Transaction) -> FilterResult:
-        found = self.results.get(k)
-        if found is None:
+        if (found := self.results.get(k)) is None:
             found = self.results[k] = self.filter.filter(txn)
         return found
 
@@ -194,6 +193,7 @@ class LoneUnits:
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
+        self._sums: dict[int, list[int]] = {}  # by key: its units' bytes this chunk (`tally`)
         self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
         self._text_chars = 0
         self._classified = False
@@ -229,20 +229,31 @@ class LoneUnits:
 
     def tally(self, k: int, tables: Tables, statements: Statements) -> bool:
         """Unit k's bytes by table where it is a GTID and one statement of a key that updates
-        tables (`klass`), as `statement_tables._unit_tables` puts them, from the core's sizes
-        and the key's group, made once (a DDL-heavy binlog's units are not decoded for it); False
-        for any other unit (`_unit_tables` reads it)."""
+        tables (`klass`), as `statement_tables._unit_tables` puts them, from the core's sizes and
+        the key's group (its units not decoded), summed by key and added once a chunk (`flush`;
+        its keys put in place at its first unit); False for any other (`_unit_tables` reads it)."""
+        self.classify()  # (rules on databases alone did not classify the buffer's units)
         c, text = self.classes.get(k, LEFT), self._queries.get(k)
         if c < 0 or text is None or not text.gtid_size:
             return False
-        group = self._groups.get(c)
-        if group is None:
-            db, info = self.infos[c]
-            group = self._groups[c] = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
-        if not group[2]:  # (grouped by its text)
-            return False
-        lone_tables(group, text.sql, text.size - text.gtid_size, text.gtid_size, tables, statements)
+        sums = self._sums.get(c)
+        if sums is None:
+            if (group := self._groups.get(c)) is None:
+                db, info = self.infos[c]
+                group = self._groups[c] = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
+            if not group[2]:  # (grouped by its text)
+                return False
+            sums = self._sums[c] = [0, 0, 0, len(group[2])]
+            lone_tables(group, text.sql, sums, tables, statements)  # (the dicts' order: as the units meet them)
+        each, left = divmod(text.gtid_size, sums[3])
+        sums[:3] = sums[0] + text.size - text.gtid_size, sums[1] + each, sums[2] + left
         return True
+
+    def flush(self, tables: Tables, statements: Statements) -> None:
+        """The bytes `tally` summed by key added to a chunk's; none summed after."""
+        for c, sums in self._sums.items():
+            lone_tables(self._groups[c], "", sums, tables, statements)
+        self._sums.clear()
 
     def replays(self) -> dict[int, tuple[str, str | None, StatementInfo]]:
         """The buffer's lone units of a key whose statement the schema model replays (DDL, CREATE

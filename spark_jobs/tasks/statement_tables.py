@@ -212,13 +212,11 @@ def statement_group(db: str, info: StatementInfo, sql: str, groups: int) -> Stat
     return (db, str(info.kind), updated, "" if updated or groups >= STATEMENT_GROUPS_MAX else sql)
 
 
-def lone_tables(group: StatementGroup, sql: str, size: int, envelope: int, tables: Tables,
-                statements: Statements) -> None:
-    """`_unit_tables` of a unit of an `envelope`-byte GTID and one `size`-byte statement `sql` of
-    `group`, which updates tables (`rule_groups.LoneUnits.tally`)."""
-    got = statements.get(group)
-    if got is None:
-        statements[group] = [size, sql]
-    else:
-        got[0] += size
-    share_envelope(tables, envelope, dict.fromkeys(group[2], group))
+def lone_tables(group: StatementGroup, sql: str, sums: list[int], tables: Tables, statements: Statements) -> None:
+    """`_unit_tables` of a chunk's units of a GTID and one statement `sql` of `group`, which updates
+    tables (`rule_groups.LoneUnits.tally`): their `sums` (the statements' bytes, each table's share
+    of the envelopes and what the divisions left the first, as `share_envelope` splits each) added."""
+    statements.setdefault(group, [0, sql])[0] += sums[0]
+    for k, table in enumerate(group[2]):
+        key = envelope_key(table, group)
+        tables[key] = tables.get(key, 0) + sums[1] + (sums[2] if k == 0 else 0)

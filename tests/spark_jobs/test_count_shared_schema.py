@@ -135,8 +135,9 @@ def test_a_tables_verdicts_are_read_once_per_rule_group_for_its_classes(tmp_path
 @pytest.mark.parametrize("rules", [("t1", "wild", "db"), ("db", "other")])
 def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor, rules):
     """A GTID and one DDL of a class that updates tables puts its bytes by table from the core's
-    sizes and the class (`LoneUnits.tally`), not decoded: the same tables, envelopes and
-    statements, in the same order, as the unit read one event at a time (`_unit_tables`). So too
+    sizes and the class (`LoneUnits.tally`, summed by class and added once a chunk), not decoded:
+    the same tables, envelopes and statements, in the same order, as the unit read one event at a
+    time (`_unit_tables`), on a thread's first chunk and on a later one. So too
     under rules on databases alone, whose answers read no class (8 such candidates' count of the
     DDL-heavy binlog: 0.55 s decoding each DDL unit, 0.34 s by classes)."""
     from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits
@@ -152,14 +153,16 @@ def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor, r
         tallied.append(took)
         return took
 
-    def counted():
+    def counted(times=1):
         with ThreadPoolExecutor(1) as pool:  # (a thread of its own: its rule groups are new)
-            got = pool.submit(count_chunk, chunk, slaves).result()
+            for _ in range(times):  # (a thread's chunks after the first: its classes' sums start at 0)
+                got = pool.submit(count_chunk, chunk, slaves).result()
         return [(list(c.tables.items()), list(c.statements.items()), c.counts) for c in got]
 
     monkeypatch.setattr(LoneUnits, "tally", spy)
     fast = counted()
     assert sum(tallied) > 50  # the DDL took the class's way
+    assert counted(times=2) == fast
     monkeypatch.setattr(LoneUnits, "tally", lambda self, k, tables, statements: False)
     assert counted() == fast
 
