@@ -72,7 +72,11 @@ impl Forms {
         policy: (u8, bool),
     ) -> Forms {
         let (skip, crc) = policy;
-        let record = MARIADB | (F_FAST * u32::from(skip == SKIP_PLACEHOLDER));
+        // (none read: `recorded`'s, and a statement unit `form` frames by its record)
+        let unread = |a: &ListedUnit| {
+            a.flags & MARIADB == MARIADB
+                && (skip == SKIP_EMPTY || a.flags & F_FAST != 0 || !a.tabled)
+        };
         // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
         let statements = skip != SKIP_EMPTY;
         let (mut scratch, mut at, mut rare) = (Vec::new(), Sum::default(), [0u64; 2]);
@@ -81,10 +85,7 @@ impl Forms {
         // (one record a unit from an iterator of known length: no capacity check per unit)
         sums.extend(plan.units.iter().enumerate().map(|(k, u)| {
             // (a form is read off the unit's record, its first event and its last)
-            let ahead = plan
-                .units
-                .get(k + AHEAD)
-                .filter(|a| a.flags & record != record);
+            let ahead = plan.units.get(k + AHEAD).filter(|a| !unread(a));
             if let Some(a) = ahead {
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
                 for at in [a.start(), a.last()] {
@@ -173,8 +174,17 @@ fn form(
         }
         _ => None,
     };
-    let buf = bufs.get(u.part as usize)?;
-    let f = skip_forms::skipped(u, buf, skip, crc, false, framing, None)?;
+    let buf = bufs.get(u.part as usize).filter(|b| b.len() >= u.end())?;
+    // A MariaDB statement unit its keys frame by its GTID alone and its last event (the GTID is
+    // its BEGIN) is formed as a fast unit is, off its record: its two events are not read.
+    let ends = [
+        (u.start(), u.start() + u.gtid_size as usize),
+        (u.last(), u.end()),
+    ];
+    let f = match u.flags & MARIADB == MARIADB && framing == Some(&ends[..]) {
+        true => skip_forms::recorded_placeholders(u, crc),
+        false => skip_forms::skipped(u, buf, skip, crc, false, framing, None),
+    }?;
     Some((f.bytes, f.events, f.placeholders))
 }
 
@@ -428,19 +438,12 @@ impl FormsCache {
         policies: &[(u8, bool)],
     ) -> Vec<Arc<Forms>> {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let mut missing: Vec<(u8, bool)> = Vec::new();
-        for &(skip, crc) in policies {
-            let known = held.iter().any(|f| (f.skip, f.crc) == (skip, crc));
-            let formed = matches!(skip, SKIP_PLACEHOLDER | SKIP_EMPTY);
-            if formed && !known && !missing.contains(&(skip, crc)) {
-                missing.push((skip, crc));
+        for &p in policies {
+            let formed = matches!(p.0, SKIP_PLACEHOLDER | SKIP_EMPTY);
+            if formed && !held.iter().any(|f| (f.skip, f.crc) == p) {
+                held.push(Arc::new(Forms::make(list, bufs, st, p)));
             }
         }
-        held.extend(
-            missing
-                .iter()
-                .map(|&p| Arc::new(Forms::make(list, bufs, st, p))),
-        );
         held.clone()
     }
 }

@@ -346,3 +346,88 @@ fn fast_mariadb_units_are_formed_from_their_records_alone() {
         }
     }
 }
+
+/// A MariaDB statement unit (its GTID, its statements, an XID: no BEGIN, the GTID is its
+/// BEGIN) skipped under the placeholder policy is formed (`form`) from its record and the pieces
+/// its keys always keep, as `skipped` makes it from its bytes: the count reads no byte of it, here none
+/// readable. One opened by a BEGIN as well is read (the pieces do not say it is one event), and
+/// so is one its pieces frame otherwise.
+#[test]
+fn mariadb_statement_units_are_formed_from_their_records_and_pieces() {
+    use crate::scan::Unit;
+    use crate::test_events::{event, query};
+    use crate::types::{MARIADB_GTID, XID};
+    let mut buf = Vec::new();
+    let mut units = Vec::new();
+    for (statements, begin) in [(1, false), (2, false), (3, false), (2, true)] {
+        let start = buf.len();
+        buf.extend(event(MARIADB_GTID, &[0u8; 13]));
+        let gtid_size = (buf.len() - start) as u32;
+        if begin {
+            buf.extend(query("db1", "BEGIN"));
+        }
+        for k in 0..statements {
+            buf.extend(query("db1", &format!("UPDATE t SET a={k}")));
+        }
+        let last = buf.len();
+        buf.extend(event(XID, &[0u8; 8]));
+        units.push(Unit {
+            start,
+            end: buf.len(),
+            last,
+            events: statements + 2 + u32::from(begin),
+            kind: 1,
+            flags: F_COMPLETE | F_MARIADB_GTID,
+            gtid_size,
+            ..Default::default()
+        });
+    }
+    let mut list = UnitList::default();
+    list.add(b"f", 0, &units, &[], &[]);
+    let mut st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
+    // Unit 1 framed by pieces that end it with its last statement and its XID, unit 2 by its GTID
+    // and its first statement: neither is its GTID alone and its last event, so both are read.
+    let (lo, hi) = (st.bounds[1].1 as usize, st.bounds[2].0 as usize);
+    st.pieces[lo - 1].start = st.pieces[lo - 2].start;
+    st.pieces[hi].end = st.pieces[hi + 1].end;
+    let policy = (SKIP_PLACEHOLDER, false);
+    let reference = |k: usize, u: &ListedUnit| {
+        let always: Vec<(usize, usize)> = st
+            .of(k)
+            .unwrap()
+            .iter()
+            .filter(|p| p.key == ALWAYS)
+            .map(|p| (p.start(), p.end()))
+            .collect();
+        let f = skip_forms::skipped(u, &buf, SKIP_PLACEHOLDER, false, false, Some(&always), None);
+        f.map(|f| (f.bytes, f.events, f.placeholders))
+    };
+    let (unread, mut scratch) = (vec![0u8; buf.len()], Vec::new());
+    for (k, u) in list.units.iter().enumerate() {
+        let want = reference(k, u);
+        assert!(want.is_some_and(|f| f.2 > 0), "{k}");
+        assert_eq!(
+            form(k, u, &[&buf], Some(&st), policy, &mut scratch),
+            want,
+            "{k}"
+        );
+        // (the first from its record alone; the others read: their zeros make no form)
+        let unread = form(k, u, &[&unread], Some(&st), policy, &mut scratch);
+        assert_eq!(unread, if k == 0 { want } else { None }, "{k}");
+    }
+    // (a unit its record does not say a MariaDB GTID opens: not formed off it, nor by `skipped`)
+    let mysql = ListedUnit {
+        flags: F_COMPLETE,
+        ..list.units[0]
+    };
+    assert_eq!(
+        form(0, &mysql, &[&buf], Some(&st), policy, &mut scratch),
+        None
+    );
+    let made = Forms::make(&list, &[&buf], Some(&st), policy);
+    let want = (0..list.units.len()).fold([0, 0, 0], |s, k| {
+        let f = reference(k, &list.units[k]).unwrap();
+        [s[0] + f.0, s[1] + f.1, s[2] + f.2]
+    });
+    assert_eq!(made.at(list.units.len()), want);
+}
