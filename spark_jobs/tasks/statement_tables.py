@@ -105,8 +105,7 @@ class _Groups:
             return got.numbers, self.group_of.tobytes(), self.table_of.tobytes(), self.groups
 
     def _id(self, group: StatementGroup) -> int:
-        g = self.ids.get(group)
-        if g is None:
+        if (g := self.ids.get(group)) is None:
             g = self.ids[group] = len(self.groups)
             self.groups.append(group)
             self.table_of.append(self.tables.setdefault(group[2][0], len(self.tables)))
@@ -119,12 +118,10 @@ _GROUPS = _Groups()
 def _key_group(db: bytes, sql: bytes) -> StatementGroup | None:
     """The group of the statements of one key (its default database and a statement of it): by
     (default database, kind, the table it updates), as `_unit_tables` groups a statement's."""
-    shape = _core.statement_key(sql)
-    if shape is None:
+    if (shape := _core.statement_key(sql)) is None:
         return None
-    kind, qualifier, table = shape.kind, shape.db, shape.table
-    name = (decode_text(qualifier if qualifier is not None else db), decode_text(table))
-    return (decode_text(db), _KEY_KINDS.get(kind, str(kind)), (name,), "")
+    name = (decode_text(shape.db if shape.db is not None else db), decode_text(shape.table))
+    return (decode_text(db), _KEY_KINDS.get(shape.kind, str(shape.kind)), (name,), "")
 
 
 def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], tables: Tables,
