@@ -217,42 +217,40 @@ class SchemaModel:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
                     self._trigger_tables.discard(key)
             return
-        sql = strip_version_comments(sql)
-        default = current_db or ""
-        if info.kind is Kind.CREATE_DB and info.db_statement_name:
+        sql, default = strip_version_comments(sql), current_db or ""
+        if kind is Kind.CREATE_TABLE and info.updated:  # (the DDL most met first)
+            if info.temporary:
+                return  # a temporary table shadows the base table for its session only; not modelled
+            self._create_table(info, sql, default)
+        elif kind is Kind.ALTER_TABLE and info.updated:
+            self._alter_table(info)
+        elif kind is Kind.CREATE_DB and info.db_statement_name:
             self.databases.add(info.db_statement_name)
-        elif info.kind is Kind.DROP_DB and info.db_statement_name:
-            name = info.db_statement_name
-            self.databases.discard(name)
+        elif kind is Kind.DROP_DB and info.db_statement_name:
+            self.databases.discard(name := info.db_statement_name)
             self._columns = {key: cols for key, cols in self._columns.items() if key[0] != name}
             self.views = {key for key in self.views if key[0] != name}
             self.view_reads = {key: read for key, read in self.view_reads.items() if key[0] != name}
             self.functions = {key: writes for key, writes in self.functions.items() if key[0] != name}
             self.triggers = {key: trig for key, trig in self.triggers.items() if key[0] != name}
-        elif info.kind is Kind.CREATE_TABLE and info.updated:
-            if info.temporary:
-                return  # a temporary table shadows the base table for its session only; not modelled
-            self._create_table(info, sql, default)
-        elif info.kind is Kind.ALTER_TABLE and info.updated:
-            self._alter_table(info)
-        elif info.kind is Kind.RENAME_TABLE:
+        elif kind is Kind.RENAME_TABLE:
             for old, new in info.renames:
                 self._rename(old, new)
-        elif info.kind is Kind.CREATE_VIEW and info.updated:
+        elif kind is Kind.CREATE_VIEW and info.updated:
             self._create_view(info.updated[0], sql, default)
             self.view_reads[info.updated[0]] = info.read
-        elif info.kind is Kind.DROP_VIEW:
+        elif kind is Kind.DROP_VIEW:
             for key in info.updated:
                 if key in self.views:
                     self.views.discard(key)
                     self.view_reads.pop(key, None)
                     self._columns.pop(key, None)
-        elif info.kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
+        elif kind is Kind.CREATE_TRIGGER and info.trigger and info.updated:
             if info.trigger_def is not None:  # (not a definition the model keeps: no trigger)
                 db, name = info.trigger
                 self.triggers[(db, name)] = Trigger(db, name, info.updated[0], *info.trigger_def, info.writes)
                 self._trigger_on(info.updated[0])
-        elif info.kind is Kind.DROP_TRIGGER and info.trigger:
+        elif kind is Kind.DROP_TRIGGER and info.trigger:
             self.triggers.pop(info.trigger, None)
 
     def _create_table(self, info: StatementInfo, sql: str, default: str) -> None:

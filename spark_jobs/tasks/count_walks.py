@@ -76,8 +76,7 @@ class GroupAnswers:
     def done(self) -> None:
         """Every unit answered: cut to the buffer's units; whether one is still left to Python
         (`slow`), whether one is kept in part (`partial`)."""
-        row = bytes(self.out)
-        self.row = row = row if len(row) == self.n else row[:self.n]
+        self.row = row = bytes(self.out)[:self.n]  # (a slice of all of it: the same object)
         self.slow, self.partial = not self.fast_only and ROW_SLOW in row, ROW_PARTIAL in row
 
 

@@ -195,8 +195,7 @@ class LoneUnits:
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
         self._sums: dict[int, list[int]] = {}  # by key: its units' bytes this chunk (`tally`)
         self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
-        self._text_chars = 0
-        self._classified = False
+        self._text_chars, self._classified = 0, False
         self.read: Callable[[], _core.LoneQueries] | None = None
         self.txn: Callable[[int], Transaction] | None = None
 

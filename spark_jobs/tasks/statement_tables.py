@@ -145,10 +145,9 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
         if met.envelope:
             share = envelope_key(group[2][0], group)
             tables[share] = tables.get(share, 0) + met.envelope
-    if got.framing:
-        tables[FRAMING] = tables.get(FRAMING, 0) + got.framing
-    if got.other:
-        tables[OTHER] = tables.get(OTHER, 0) + got.other
+    for key, size in ((FRAMING, got.framing), (OTHER, got.other)):
+        if size:
+            tables[key] = tables.get(key, 0) + size
     return got.left
 
 
