@@ -60,6 +60,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         # see decide_statement.
         self._statements: dict[tuple[str, str | None], tuple[Decision, StatementInfo, StatementInfo | None] | None] = {}
         self._table_steps: dict[str, Step] = {}
+        self._table_reads: dict[tuple[TableRef, ...], Hashable] = {}  # see table_reads
         self._db_steps: dict[tuple[str | None, str], Step] = {}  # see db_ok
         self._plain: dict[str | None, Decision] = {}  # see statement_kept
         self._compile()
@@ -78,6 +79,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         wild = like_index(rules.wild_do_table, names.table), like_index(rules.wild_ignore_table, names.table)
         self._wilds = tuple(w for w in zip(wild, (True, False), ("wild_do_table", "wild_ignore_table")) if w[0])
         self._rewrite = [(names.db(old), new) for old, new in rules.rewrite_db]
+        self._db_as_given = not self._rewrite and not names.lower_incoming  # (`key_reads`: no rewrite, no lowering)
         self.table_rules_on = rules.table_rules_on
         self._rules_alone = self.settings.semantics != "effective" and not self.settings.track_derived_tables
         self._keys_alone = not self.settings.track_derived_tables  # see keys_statements
@@ -95,9 +97,8 @@ class RuleEngine(EffectiveSemantics, Decider):
     def invalidate(self) -> None:
         """Forget cached per-table decisions (at a Format_description event, or after derived-table changes),
         and the remembered statement answers with them."""
-        self._table_decisions.clear()
-        self._table_steps.clear()
-        self._statements.clear()
+        for memo in (self._table_decisions, self._table_steps, self._table_reads, self._statements):
+            memo.clear()
 
     # ------------------------------------------------------------------ rpl_filter.cc primitives
     def rewrite_db(self, db: str) -> tuple[str, bool]:
@@ -116,8 +117,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         if step is None:
             if len(self._db_steps) >= _BY_DATABASE_MAX:
                 self._db_steps.clear()
-            step = self._db_steps[key] = db_list_check(self.names.db, db, self._do_db, self._ignore_db,
-                                                        "replicate", what)
+            step = self._db_steps[key] = db_list_check(self.names.db, db, self._do_db, self._ignore_db, "replicate", what)
         return step
 
     def db_ok_with_wild_table(self, db: str) -> Step:
@@ -324,16 +324,21 @@ class RuleEngine(EffectiveSemantics, Decider):
             return (current_db,)
         if self.settings.semantics == "effective":
             return None
-        session_db = self.names.incoming(current_db) if current_db else ""
-        found = tables_of(sql, self.rewrite_db(session_db)[0] if session_db else "", self.names.lower_incoming)
+        found = tables_of(sql, (current_db or "") if self._db_as_given or not current_db else
+                          self.rewrite_db(self.names.incoming(current_db))[0], self.names.lower_incoming)
         return found and (current_db, found[0], self.table_reads(found[1]))
 
-    def table_reads(self, updated: Iterable[TableRef]) -> Hashable:
+    def table_reads(self, updated: tuple[TableRef, ...]) -> Hashable:
         """What tables_ok reads of the tables a statement updates (`key_reads`; spark_jobs'
         RuleGroup, whose statement classes key the rest its decision reads): each table's step as
         tables_ok folds it, its verdict and rule, not its reason (which names the table: keys of
-        other tables alike in both are one answer). Equal reads, equal answers."""
-        return tuple([(step.ok, step.rule) for step in (self.table_step(db, table) for db, table in updated)])
+        other tables alike in both are one answer). Equal reads, equal answers; remembered until `invalidate`."""
+        reads = self._table_reads.get(updated)
+        if reads is None:
+            if len(self._table_reads) >= _STATEMENTS_MAX:  # (bounded as the statements' memory)
+                self._table_reads.clear()
+            reads = self._table_reads[updated] = tuple([(s.ok, s.rule) for s in (self.table_step(*t) for t in updated)])
+        return reads
 
     def _account_statement(self, sql: str, current_db: str | None, model_parse: StatementInfo | None,
                            info: StatementInfo, decision: Decision) -> None:

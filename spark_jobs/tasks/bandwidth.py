@@ -373,9 +373,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
             groups[id(counter.group)] = GroupAnswers(counter.group, units, n, names, keys, fast_only=not other)
     rows = made_rows(units, names, formats, [(a.keep, a.stmt, a.guards) for a in groups.values()])
     answer_all(list(groups.values()), rows, bounds[0][0], txn, lone)
-    for k in left:
-        if not lone.tally(k, tables, statements):
-            _unit_tables(made.get(k) or txn(k, keep=False), tables, statements)
+    lone.tally(left, tables, statements, lambda k: _unit_tables(made.get(k) or txn(k, keep=False), tables, statements))
     for counter in _count_all(counters, groups, units, bounds, width, crc):
         _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn), bounds, width)
     return current

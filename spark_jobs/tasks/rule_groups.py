@@ -125,13 +125,12 @@ class RuleGroup:
             lone.classify()
         # The units of a class the group has answered are set by the core; Python reads the others
         # (a unit met first, a class met first, one the group decides on its own).
+        codes += bytes([_UNDECIDED]) * (len(lone.parts) - len(codes))  # (the classes numbered so far)
         for k in mark_classes(out, at, lone.class_of, codes):
             # (A Format_description resets nothing here: no answer of a topology's rules follows
             # the server's lifetime, and a unit's table ids are its own Table_maps'.)
             c = lone.klass(k)
             if c >= 0 and self.engine is not None:
-                if c >= len(codes):
-                    codes += bytes([_UNDECIDED]) * (c + 1 - len(codes))
                 if codes[c] == _UNDECIDED:  # the key's first: answered as the first that read the same
                     codes[c] = self._by_reads(c, k, txn)
                 out[k] = codes[c]
@@ -148,8 +147,7 @@ class RuleGroup:
         base, tables = self.lone.parts[c]
         steps = self.steps.get(tables)
         if steps is None:  # (a table's four DDL classes, CREATE, ALTER, INDEX, DROP: read once)
-            reads = self.engine.table_reads(self.lone.infos[c][1].updated)
-            steps = self.steps[tables] = self.lone.number(reads)
+            steps = self.steps[tables] = self.lone.number(self.engine.table_reads(self.lone.infos[c][1].updated))
         code = self.by_reads.get((base, steps))
         if code is None:
             code = self.by_reads[(base, steps)] = self._code(self.result(k, unit := txn(k)), unit)
@@ -226,27 +224,25 @@ class LoneUnits:
                         if q.plain is None and plain_statement(q.sql)]
         self._queries = {q.unit: q for q in found.others}
 
-    def tally(self, k: int, tables: Tables, statements: Statements) -> bool:
-        """Unit k's bytes by table where it is a GTID and one statement of a key that updates
-        tables (`klass`), as `statement_tables._unit_tables` puts them, from the core's sizes and
-        the key's group (its units not decoded), summed by key and added once a chunk (`flush`;
-        its keys put in place at its first unit); False for any other (`_unit_tables` reads it)."""
+    def tally(self, left: list[int], tables: Tables, statements: Statements, other: Callable[[int], None]) -> None:
+        """The bytes by table of each unit of `left` that is a GTID and one statement of a key that updates
+        tables (`klass`), as `statement_tables._unit_tables` puts them, from the core's sizes and the key's
+        group (not decoded), summed by key and added once a chunk (`flush`; its keys put in place at its
+        first unit), in one loop for the buffer; `other` reads each other unit (`_unit_tables`), in order."""
         self.classify()  # (rules on databases alone did not classify the buffer's units)
-        c, text = self.classes.get(k, LEFT), self._queries.get(k)
-        if c < 0 or text is None or not text.gtid_size:
-            return False
-        sums = self._sums.get(c)
-        if sums is None:
-            if (group := self._groups.get(c)) is None:
-                db, info = self.infos[c]
-                group = self._groups[c] = statement_group(db or "", info, "", STATEMENT_GROUPS_MAX)
-            if not group[2]:  # (grouped by its text)
-                return False
-            sums = self._sums[c] = [0, 0, 0, len(group[2])]
-            lone_tables(group, text.sql, sums, tables, statements)  # (the dicts' order: as the units meet them)
-        each, left = divmod(text.gtid_size, sums[3])
-        sums[:3] = sums[0] + text.size - text.gtid_size, sums[1] + each, sums[2] + left
-        return True
+        for k in left:
+            c, text = self.classes.get(k, LEFT), self._queries.get(k)
+            infos = self.infos[c] if c >= 0 and text is not None and text.gtid_size else None
+            group = None if infos is None else self._groups.get(c) or self._groups.setdefault(
+                c, statement_group(infos[0] or "", infos[1], "", STATEMENT_GROUPS_MAX))
+            if group is None or text is None or not group[2]:  # (not a class's, or grouped by its text)
+                other(k)
+                continue
+            if (sums := self._sums.get(c)) is None:
+                sums = self._sums[c] = [0, 0, 0, len(group[2])]
+                lone_tables(group, text.sql, sums, tables, statements)  # (the dicts' order: as the units meet them)
+            each, extra = divmod(text.gtid_size, sums[3])
+            sums[:3] = sums[0] + text.size - text.gtid_size, sums[1] + each, sums[2] + extra
 
     def flush(self, tables: Tables, statements: Statements) -> None:
         """The bytes `tally` summed by key added to a chunk's; none summed after."""
