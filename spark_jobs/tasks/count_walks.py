@@ -95,7 +95,7 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
         for k in a.answer(rows, at, txn):
             left.setdefault(k, []).append(a)
     schemas = list({id(a.group.schema): a.group.schema for a in answers if a.group.schema is not None}.values())
-    replays = lone.replays() if schemas else {}
+    replays = lone.replays if schemas else {}
     for k in sorted(left.keys() | replays.keys()):
         replay = replays.get(k)
         unit = txn(k) if replay is None or k in left else None  # (a replay's text is the lone unit's)

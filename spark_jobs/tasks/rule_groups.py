@@ -189,7 +189,9 @@ class LoneUnits:
         self._queries: dict[int, _core.LoneQuery] = {}  # the others, by unit
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
-        self._replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
+        # the buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
+        # FUNCTION), by unit: (statement, default database, parse)
+        self.replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
         self._sums: dict[int, list[int]] = {}  # by key: its units' bytes this chunk (`tally`)
         self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
@@ -204,7 +206,7 @@ class LoneUnits:
         self._plain, self._queries, self.txn, self._classified = [], {}, txn, False
         self.classes.clear()
         self.class_of = bytearray(b"\xff" * (4 * len(units)))
-        self._replays.clear()
+        self.replays.clear()
         self.read = lambda: units.lone_queries(formats, every=True)
 
     def plain(self) -> Lone:
@@ -250,11 +252,6 @@ class LoneUnits:
             lone_tables(self._groups[c], "", sums, tables, statements)
         self._sums.clear()
 
-    def replays(self) -> dict[int, tuple[str, str | None, StatementInfo]]:
-        """The buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
-        FUNCTION), by unit: (statement, default database, parse)."""
-        return self._replays
-
     def classify(self) -> None:
         """The class (`klass`) of each of the buffer's units of a GTID and one statement that the
         core read, in one loop, once a buffer, before the core reads them (`_core.mark_classes`):
@@ -263,7 +260,7 @@ class LoneUnits:
         if self._classified:
             return
         self._read()
-        self._classified, texts, classes, replays = True, self.texts, self.classes, self._replays
+        self._classified, texts, classes, replays = True, self.texts, self.classes, self.replays
         for k, q in self._queries.items():
             if q.gtid_size:
                 c, replay = texts.get((q.db, q.sql)) or self._parsed(q.db, q.sql)

@@ -19,6 +19,7 @@ import grpc
 import pytest
 
 from dumpfilter.cli.app import main as dumpfilter_main
+from dumpfilter.master.shadow.board import PASS_NICE
 from dumpfilter.spark_jobs.bandwidth_experiment import run_experiment
 from dumpfilter.topology import parse_topology
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
@@ -321,3 +322,25 @@ def test_a_candidate_needs_no_server_id(tmp_path, source):
     with serving(live, "--shadow", str(shadow_file)) as address:
         assert dumpfilter_main(["master", "shadow", "add", "--master", address, str(later)]) == 0
         assert sorted(listed(address)) == ["r-db1", "s-db2"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="a thread's nice is read from Linux's /proc")
+def test_the_pass_runs_behind_the_streams(tmp_path, source):
+    """The pass thread's nice is the master's plus PASS_NICE (the replicas come first); every other
+    thread of the master keeps the master's."""
+    live = tmp_path / "live"
+    live.mkdir()
+    grow(live, source[:2])
+    shadow_file = tmp_path / "shadow.toml"
+    shadow_file.write_text(candidates_text(CANDIDATES[:1]))
+    proc, address = serve_master(live, "--shadow", str(shadow_file))
+    try:
+        def nices() -> list[int]:  # (field 19 of a task's stat: its nice)
+            return [int((t / "stat").read_text().rsplit(")", 1)[1].split()[16])
+                    for t in Path(f"/proc/{proc.pid}/task").iterdir()]
+        master = int(Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+        assert wait_for(lambda: listed(address)["c-db2"]["counted_to"] is not None)
+        got = nices()
+        assert got.count(min(19, master + PASS_NICE)) == 1 and got.count(master) == len(got) - 1
+    finally:
+        assert "Traceback" not in stop_master(proc)
