@@ -29,15 +29,11 @@ def _looks_like_event(head: bytes, fmt: FormatDescription, start: int) -> bool:
         # checked: a sane size, a log_pos that ends the event.
         if len(head) >= 13:
             size = int.from_bytes(head[9:13], "little")
-            if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-                return False
-            if len(head) >= 17 and int.from_bytes(head[13:17], "little") not in (0, start + size):
-                return False
+            return HEADER_LEN <= size <= MAX_EVENT_SIZE and (
+                len(head) < 17 or int.from_bytes(head[13:17], "little") in (0, start + size))
         return True
     _, type_code, _, size, log_pos, flags = HEADER.unpack_from(head, 0)
-    if size < HEADER_LEN or size > MAX_EVENT_SIZE:
-        return False
-    if type_code not in KNOWN_TYPES and not flags & LOG_EVENT_IGNORABLE_F:
+    if not HEADER_LEN <= size <= MAX_EVENT_SIZE or (type_code not in KNOWN_TYPES and not flags & LOG_EVENT_IGNORABLE_F):
         return False
     if fmt.checksum_len and len(head) >= size:
         return crc_ok(head[:size])

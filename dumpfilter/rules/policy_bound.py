@@ -380,11 +380,9 @@ def _qualified(tokens: Sequence[_core.SqlToken], known: Collection[str]) -> set[
     found: set[TableRef] = set()
     for i in range(len(tokens) - 2):
         token = tokens[i]
-        if token.kind not in ("word", "quoted_ident") or not _punct(tokens, i + 1, "."):
-            continue
-        if i and tokens[i - 1].kind == "punct" and tokens[i - 1].value in (".", "@"):
-            continue
-        if (token.kind == "word" and token.value.isdigit()) or token.value in known:
+        if (token.kind not in ("word", "quoted_ident") or not _punct(tokens, i + 1, ".")
+                or (i and tokens[i - 1].kind == "punct" and tokens[i - 1].value in (".", "@"))
+                or (token.kind == "word" and token.value.isdigit()) or token.value in known):
             continue
         after = tokens[i + 2]
         if after.kind in ("word", "quoted_ident"):

@@ -359,9 +359,7 @@ class ShadowBoard:
                 return self._next_range((names[k + 1].name, 0))
             return _number(path.name), str(path), pos, None, (names[k + 1].name, 0)
         end_file, written = self.written_end()
-        if end_file != path.name:
-            return None
-        if written <= pos:
+        if end_file != path.name or written <= pos:
             return None
         return _number(path.name), str(path), pos, written, (path.name, written)
 

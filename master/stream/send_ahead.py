@@ -105,9 +105,7 @@ class SendAhead(Generic[ReplyT]):
                     if not budget.take(n, self._going, self._holding):
                         return
                     self._taken += n
-                if not self._put(reply) or self._stop.is_set():
-                    return
-                if self._at_end(reply) and not self._park():
+                if not self._put(reply) or self._stop.is_set() or (self._at_end(reply) and not self._park()):
                     return
             self._put(self._END)
         except Exception as exc:  # noqa: BLE001 - carried to the handler, which maps it to a status
