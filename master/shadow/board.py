@@ -69,7 +69,7 @@ PASS_EVERY = 0.5     # seconds: the binlog's changes are counted at most this of
 DEFER_MAX = 5.0
 # The pass's nice above the streams' (as the lint worker's): the replicas come first, and the pass
 # spends less working while the streams wait on their sockets than cut short by their turns at the
-# GIL (64 candidates, the DDL-heavy binlog: 0.60-0.66 s user + system at their priority, 0.55-0.59 s).
+# GIL (64 candidates, the DDL-heavy binlog: 0.63-0.68 s user + system at their priority, 0.55-0.59 s).
 PASS_NICE = 10
 SHADOW = "--shadow"  # added_by of the candidates of `master serve --shadow FILE`
 Pos = tuple[str, int]
