@@ -232,10 +232,11 @@ class KeepTable:
         keep = _core.gather(bytes(by_name), ids)  # (_UNDECIDED past its end)
         if _UNDECIDED in keep:
             by_name += bytes([_UNDECIDED]) * (len(numbered) - len(by_name))
-            table_kept = self.decider.table_kept
-            for name in names:
-                if by_name[numbered[name]] == _UNDECIDED:
-                    by_name[numbered[name]] = KEEP_KEEP if table_kept(*name) else KEEP_DROP
+            table_kept, k = self.decider.table_kept, -1
+            while (k := keep.find(_UNDECIDED, k + 1)) >= 0:  # (the new names by a bytes search, as `rows`)
+                at = numbered[names[k]]
+                if by_name[at] == _UNDECIDED:
+                    by_name[at] = KEEP_KEEP if table_kept(*names[k]) else KEEP_DROP
             keep = _core.gather(bytes(by_name), ids)
         return keep
 
