@@ -215,7 +215,7 @@ def test_master_serve_processes_start_inside_the_file_and_serve_a_tier(shared_fi
     --source-password-file --source-file F --source-pos 719 --mysql-listen`; python-mysql-replication
     reads that binlog server by auto-position with the executed set at P and gets exactly the
     transactions after P."""
-    from tests.support.master_command import free_port, serve_master, stop_master
+    from tests.support.master_command import free_port, serve_master, stop_master, wait_mysql_endpoint
 
     up, name, data, policy = _setup(shared_fixtures, tmp_path, GTID_57)
     at_p, after = _expected_at(data, name, 719)
@@ -233,6 +233,7 @@ def test_master_serve_processes_start_inside_the_file_and_serve_a_tier(shared_fi
         try:
             assert wait_for(lambda: _complete(local, name, data), every=0.1)
             assert (local / name).read_bytes()[719:] == data[719:]
+            wait_mysql_endpoint(server)  # (it listens after gRPC's "serving": a client connecting once races it)
             assert after and _auto_position(tier_port, str(at_p)) == after
         finally:
             errors.append(stop_master(server))
