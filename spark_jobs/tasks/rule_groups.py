@@ -17,7 +17,8 @@ from dumpfilter.rules.decider import Gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.schema import SCHEMA_KINDS
-from dumpfilter.rules.statement_info import Kind, StatementInfo
+from dumpfilter.rules.statement_facts import core_class
+from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
 from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, Tables,
@@ -131,23 +132,24 @@ class RuleGroup:
             # the server's lifetime, and a unit's table ids are its own Table_maps'.)
             c = lone.klass(k)
             if c >= 0 and self.engine is not None:
-                if codes[c] == _UNDECIDED:  # the key's first: answered as the first that read the same
-                    codes[c] = self._by_reads(c, k, txn)
-                out[k] = codes[c]
+                d = lone.decides[c]
+                if codes[d] == _UNDECIDED:  # the class's first: answered as the first that read the same
+                    codes[d] = self._by_reads(d, k, txn)
+                out[k] = codes[d]
             elif c != STAYS:
                 left.append(k)
         return out, left
 
-    def _by_reads(self, c: int, k: int, txn: Callable[[int], Transaction]) -> int:
-        """Key c's row byte, met first at unit k: that of the first key whose decision read the
-        same (the class's reads but its tables', `LoneUnits.parts`, and its tables' verdicts of
-        the same rules, `RuleEngine.table_reads`, as a tenant's scratch tables' DDL), else its own
-        decision's."""
+    def _by_reads(self, d: int, k: int, txn: Callable[[int], Transaction]) -> int:
+        """Decision class d's row byte, met first at unit k: that of the first class whose decision
+        read the same (the class's reads but its tables', `LoneUnits.parts`, and its tables'
+        verdicts of the same rules, `RuleEngine.table_reads`, as a tenant's scratch tables' DDL),
+        else its own decision's."""
         assert self.engine is not None and self.lone is not None  # (answered by parse)
-        base, tables = self.lone.parts[c]
+        base, tables, updated = self.lone.parts[d]
         steps = self.steps.get(tables)
-        if steps is None:  # (a table's four DDL classes, CREATE, ALTER, INDEX, DROP: read once)
-            steps = self.steps[tables] = self.lone.number(self.engine.table_reads(self.lone.infos[c][1].updated))
+        if steps is None:  # (the tables' verdicts: read once)
+            steps = self.steps[tables] = self.lone.number(self.engine.table_reads(updated))
         code = self.by_reads.get((base, steps))
         if code is None:
             code = self.by_reads[(base, steps)] = self._code(self.result(k, unit := txn(k)), unit)
@@ -174,16 +176,21 @@ class LoneUnits:
     """A chunk's GTID-and-one-statement units, read once for every rule group that answers them
     by what their answer depends on (RuleGroup): per buffer, the plain ones by default database
     (`plain`, read by the core: `UnitList.lone_queries`), and each unit's class (`klass`): the
-    key of what a decision by parse reads of its statement, or LEFT, or STAYS."""
+    key of its statement's kind and tables (`infos`: `tally` groups its bytes by them), or LEFT, or
+    STAYS; and each key's decision class (`decides`): what a decision by parse reads of it, which
+    is not the kind of most (`RuleEngine.KINDS_READ`: a table's CREATE, ALTER, INDEX and DROP are
+    one class, decided once per rule group)."""
 
     KEYS_MAX = 1 << 16  # keys numbered per chunk; past it, lone statements are decided one by one
 
     def __init__(self) -> None:
         self.keys: dict[Hashable, int] = {}
-        self.infos: list[tuple[str | None, StatementInfo]] = []  # by key: a statement's default database and parse
-        # by key: the number of what its decision reads but its tables' verdicts, and of its tables
-        # (`number`: RuleGroup._by_reads keys by small numbers, not by the tuples they stand for)
-        self.parts: list[tuple[int, int]] = []
+        self.infos: list[tuple[str | None, Kind, tuple[TableRef, ...]]] = []  # by key: (default database, kind, updated)
+        self.decides: list[int] = []  # by key: its decision class
+        self.classes_by: dict[Hashable, int] = {}  # decision classes by what their decisions read
+        # by decision class: the number of what its decision reads but its tables' verdicts, and of
+        # its tables (`number`: RuleGroup._by_reads keys by small numbers), and its tables
+        self.parts: list[tuple[int, int, tuple[TableRef, ...]]] = []
         self.numbers: dict[Hashable, int] = {}
         self._plain: Lone = []
         self._queries: dict[int, _core.LoneQuery] = {}  # the others, by unit
@@ -236,7 +243,7 @@ class LoneUnits:
             c, text = self.classes.get(k, LEFT), self._queries.get(k)
             infos = self.infos[c] if c >= 0 and text is not None and text.gtid_size else None
             group = None if infos is None else self._groups.get(c) or self._groups.setdefault(
-                c, statement_group(infos[0] or "", infos[1], "", STATEMENT_GROUPS_MAX))
+                c, statement_group(infos[0] or "", *infos[1:], "", STATEMENT_GROUPS_MAX))
             if group is None or text is None or not group[2]:  # (not a class's, or grouped by its text)
                 other(k)
                 continue
@@ -267,7 +274,7 @@ class LoneUnits:
                 classes[k] = c
                 if replay is not None:
                     replays[k] = (q.sql, q.db, replay)
-                struct.pack_into("<I", self.class_of, 4 * k, c if c >= 0 else CLASS_LEFT)
+                struct.pack_into("<I", self.class_of, 4 * k, self.decides[c] if c >= 0 else CLASS_LEFT)
 
     def number(self, value: Hashable) -> int:
         """`value`'s number among the values numbered (two per key, and the verdicts of each set of
@@ -294,16 +301,25 @@ class LoneUnits:
         model replays it (DDL, CREATE FUNCTION), else None; remembered by text (`texts`)."""
         # (not through the parses the master's decisions remember: a DDL workload's texts, each met
         # once, would push theirs out; `texts` remembers these)
-        info, found, replay = statement_tables(sql, db or "", remember=False), LEFT, None
-        if info.parse_ok and info.kind not in _ONE_BY_ONE:
-            key = (db, info.kind, info.db_statement_name, info.exempt_from_table_rules, info.has_tables, info.updated)
+        found, replay, read = LEFT, None, core_class(sql, db or "", _PARSED)
+        key: tuple[str | None, Kind, tuple[TableRef, ...], str | None, bool, bool] | None = (
+            None if read is None else (db, *read, None, False, bool(read[1])))
+        if read is None:  # (a kind the model replays, or one read its own way: the whole parse)
+            info = statement_tables(sql, db or "", remember=False)
+            if info.parse_ok and info.kind not in _ONE_BY_ONE:
+                key = (db, info.kind, info.updated, info.db_statement_name, info.exempt_from_table_rules, info.has_tables)
+                replay = info if info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE else None
+        if key is not None:
             found = self.keys.get(key, LEFT)
             if found == LEFT and len(self.keys) < self.KEYS_MAX:
                 found = self.keys[key] = len(self.keys)
-                self.infos.append((db, info))
-                self.parts.append((self.number(key[:-1]), self.number(info.updated)))
-            if found != LEFT and (info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE):
-                replay = info
+                self.infos.append(key[:3])
+                reads = (db, key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
+                if (d := self.classes_by.get((reads, key[2]))) is None:
+                    d = self.classes_by[(reads, key[2])] = len(self.parts)
+                    self.parts.append((self.number(reads), self.number(key[2]), key[2]))
+                self.decides.append(d)
+            replay = replay if found != LEFT else None
         if len(sql) <= _TEXT_MAX:
             if len(self.texts) >= self.KEYS_MAX or self._text_chars + len(sql) > _TEXTS_CHARS:
                 self.texts.clear()
@@ -320,5 +336,7 @@ _TEXT_MAX, _TEXTS_CHARS = 4096, 4 << 20
 
 # Lone statements whose decision reads the replica's trigger knowledge or the schema model.
 _ONE_BY_ONE = frozenset({Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.UPDATE_MULTI})
+# The kinds `_parsed` reads the whole parse of: those the schema model replays, those above, SET (exempt).
+_PARSED = SCHEMA_KINDS | _ONE_BY_ONE | {Kind.ROUTINE, Kind.SET}
 
 

@@ -15,7 +15,7 @@ from dumpfilter.codec import EventType, Transaction
 from dumpfilter.codec.event import decode_text
 
 if TYPE_CHECKING:
-    from dumpfilter.rules.statement_info import StatementInfo
+    from dumpfilter.rules.statement_info import Kind, TableRef
 
 FRAMING = ("", "(transaction framing)")  # GTID, BEGIN, annotations, XID/COMMIT of a transaction that writes no table
 OTHER = ("", "(control events)")  # FDE, Gtid_list, Rotate, Binlog_checkpoint, Stop...: the control units
@@ -186,7 +186,8 @@ def _unit_tables(txn: Transaction, tables: Tables, statements: Statements) -> No
             if statement_verb(sql) in _FRAMING_VERBS:
                 envelope += e.size + context
             else:
-                key = statement_group(db, statement_tables(sql, db or None), sql, len(statements))
+                info = statement_tables(sql, db or None)
+                key = statement_group(db, info.kind, info.updated, sql, len(statements))
                 got = statements.get(key)
                 if got is None:
                     statements[key] = [e.size + context, sql]
@@ -200,12 +201,12 @@ def _unit_tables(txn: Transaction, tables: Tables, statements: Statements) -> No
     share_envelope(tables, envelope + context, written)
 
 
-def statement_group(db: str, info: StatementInfo, sql: str, groups: int) -> StatementGroup:
-    """The group of statement `sql` of default database `db` and parse `info` where `groups`
-    groups are met: (db, kind, the tables it updates, ""), or for one that updates no table its
-    parser names, its text in place of the tables (its kind alone past STATEMENT_GROUPS_MAX)."""
-    updated = tuple(dict.fromkeys((t[0], t[1]) for t in info.updated))
-    return (db, str(info.kind), updated, "" if updated or groups >= STATEMENT_GROUPS_MAX else sql)
+def statement_group(db: str, kind: Kind, tables: tuple[TableRef, ...], sql: str, groups: int) -> StatementGroup:
+    """The group of statement `sql` of default database `db` (its parse's `kind` and `tables`) where
+    `groups` groups are met: (db, kind, the tables it updates, ""), or for one that updates no table
+    its parser names, its text in place of the tables (its kind alone past STATEMENT_GROUPS_MAX)."""
+    updated = tuple(dict.fromkeys((t[0], t[1]) for t in tables))
+    return (db, str(kind), updated, "" if updated or groups >= STATEMENT_GROUPS_MAX else sql)
 
 
 def lone_tables(group: StatementGroup, sql: str, sums: list[int], tables: Tables, statements: Statements) -> None:

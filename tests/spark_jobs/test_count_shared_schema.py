@@ -5,6 +5,7 @@ the DDL before it: each candidate counted among many is counted as it is alone."
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -75,17 +76,53 @@ def test_the_updates_go_where_the_schema_before_them_puts_d(tmp_path):
     path = _binlog(tmp_path / "m-bin.000001")
     names = [(name, "heartbeat") for name in RULES]
     got = _count(path, names)
-    units = list(read_units(Chunk(0, str(path), 0)))
     kept = {}
     for name, _ in names:
-        spec = _topology([(name, "heartbeat")]).slaves[0]
-        tfilter = TransactionFilter(RuleEngine(spec.rules, spec.settings), empty_transactions=KEEP)
-        results = [(txn, tfilter.filter(txn)) for txn in units]
+        want, results = _kept_alone(path, name)
         kept[name] = [txn.events[1].sql for txn, r in results if r.outcome == KEPT and "JOIN" in (txn.events[1].sql or "")]
-        want = sum(e.size for txn, r in results for e in (txn.events if txn.kind == CONTROL else r.events)
-                   if txn.kind == CONTROL or r.outcome == KEPT)
         assert got[f"{name}-heartbeat"][2] == want, name
     assert kept["t4"] == [UPDATE.format(n=0)] and kept["t1"] == [UPDATE.format(n=1), UPDATE.format(n=2)]
+
+
+def _kept_alone(path, name):
+    """The bytes a rule engine of its own keeps of each unit (the filter's way, one unit at a time),
+    and each unit's answer."""
+    spec = _topology([(name, "heartbeat")]).slaves[0]
+    tfilter = TransactionFilter(RuleEngine(spec.rules, spec.settings), empty_transactions=KEEP)
+    results = [(txn, tfilter.filter(txn)) for txn in read_units(Chunk(0, str(path), 0))]
+    return sum(e.size for txn, r in results for e in (txn.events if txn.kind == CONTROL else r.events)
+               if txn.kind == CONTROL or r.outcome == KEPT), results
+
+
+def test_a_tables_ddl_and_statements_of_every_kind_are_one_decision(tmp_path, monkeypatch):
+    """rpl_filter.cc reads no statement's kind but a database statement's, a transaction's, an
+    account statement's and the trigger DDL's and multi-table UPDATE's (`RuleEngine.KINDS_READ`):
+    a table's CREATE, ALTER, CREATE INDEX, DROP and a lone INSERT are one class per rule group,
+    decided once (`RuleGroup._by_reads`), a CREATE DATABASE one of its own, and each slave keeps
+    what it keeps deciding each unit alone."""
+    from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
+
+    build = Build("mariadb").q("CREATE DATABASE db")
+    for n in range(3):
+        for table in ("s", "t1"):
+            build.q(f"CREATE TABLE IF NOT EXISTS {table} (a int)", db="db").q(f"INSERT INTO {table} VALUES ({n})", db="db")
+            build.q(f"ALTER TABLE {table} ADD COLUMN c{n} int", db="db").q(f"CREATE INDEX i{n} ON {table} (a)", db="db")
+            build.q(f"DROP TABLE IF EXISTS {table}", db="db")
+        build.q(f"CREATE DATABASE other{n}", db="db")
+    path = build.write(tmp_path / "m-bin.000001")
+    decided: list[tuple[int, int]] = []
+    real = RuleGroup._by_reads
+    monkeypatch.setattr(RuleGroup, "_by_reads",
+                        lambda self, d, k, txn: decided.append((id(self), d)) or real(self, d, k, txn))
+    names = [(name, "heartbeat") for name in ("t1", "not-t1", "wild", "other")]
+    got = _count(path, names)
+    assert sorted(set(decided)) == sorted(decided)
+    # (per group: each table's statements, CREATE DATABASE db and each CREATE DATABASE otherN, whose
+    # db_ok reads its name; not the 12 kinds and tables)
+    per_group = Counter(group for group, _ in decided)
+    assert len(per_group) == 4 and max(per_group.values()) == 2 + 1 + 3
+    for name, _ in names:
+        assert got[f"{name}-heartbeat"][2] == _kept_alone(path, name)[0], name
 
 
 def test_a_class_is_decided_once_across_counts(tmp_path, monkeypatch):
