@@ -41,6 +41,7 @@ SCHEMA_KINDS = frozenset({Kind.CREATE_TABLE, Kind.ALTER_TABLE, Kind.DROP_TABLE, 
                           Kind.DROP_DB, Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.CREATE_VIEW, Kind.DROP_VIEW})
 
 MAX_SCHEMA_FILE_BYTES = 256 << 20  # a --no-data dump of about a million tables
+DEFERRED_CHARS = 4 << 20  # the deferred ALTER TABLEs' text (`SchemaModel.defer`), at most: memory stays bounded
 # (a versioned comment that does not lex stays closed: `/*!40101 CREATE TABLE t (a 'x */`)
 _SCHEMA_DDL = LazyPattern(r"\s*(?:/\*M?!\d*)?\s*(CREATE|ALTER|DROP|RENAME)\s+(TABLE|DATABASE|SCHEMA)\b",
                            re.IGNORECASE)
@@ -85,6 +86,12 @@ class SchemaModel:
     # Every table a trigger is on, and maybe more (built at the first DROP TABLE): a dump drops each
     # table before it creates it, and that must not cost a look at every trigger (N tables x T).
     _trigger_tables: set[TableRef] | None = field(default=None, compare=False, repr=False)
+    # ALTER TABLEs that rename nothing, by table (`defer`), not read yet: they change their table's
+    # columns alone, so they commute; replayed when the model is next read or changed another way,
+    # or past DEFERRED_CHARS of text, and dropped unread with their table (a DDL workload's scratch
+    # tables: each ALTER's text parsed only if something reads what it did).
+    _deferred: dict[TableRef, list[tuple[str, str | None]]] = field(default_factory=dict, compare=False, repr=False)
+    _deferred_chars: int = field(default=0, compare=False, repr=False)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -180,15 +187,18 @@ class SchemaModel:
 
     def key(self) -> tuple[tuple[str, ...], tuple[tuple[TableRef, tuple[str, ...] | None], ...]]:
         """Its databases and tables (with their columns), hashable: equal for equal schemas."""
+        self._settle()
         return tuple(sorted(self.databases)), tuple(sorted(self.tables.items(), key=lambda item: item[0]))
 
     def copy(self) -> SchemaModel:
+        self._settle()
         return SchemaModel(set(self.databases), dict(self.triggers), self.source, set(self.views),
                            dict(self.view_reads), dict(self.functions), _columns=dict(self._columns))
 
     @property
     def tables(self) -> dict[TableRef, tuple[str, ...] | None]:
         """Every table with its column list."""
+        self._settle()
         return dict(self._columns)
 
     # ------------------------------------------------------------------ replay
@@ -203,6 +213,11 @@ class SchemaModel:
             return
         if kind not in SCHEMA_KINDS or not info.parse_ok:
             return
+        if self._deferred and not (kind is Kind.DROP_TABLE and not info.temporary):  # (DROP: dropped below)
+            # (a CREATE TABLE of its own columns and an ALTER that renames nothing read their table alone)
+            own = kind is Kind.CREATE_TABLE and info.columns is not None and not info.read or (
+                kind is Kind.ALTER_TABLE and not info.renames)
+            self._settle(info.updated if own else None)
         if kind is Kind.DROP_TABLE:  # (the DDL workloads repeat most: scratch tables dropped, created)
             if info.temporary:
                 return
@@ -213,6 +228,7 @@ class SchemaModel:
                 if key in self.views:
                     continue  # DROP TABLE leaves a view (MariaDB: 1965 "is a view"; with IF EXISTS a note, logged)
                 columns.pop(key, None)
+                self._deferred_chars -= sum(len(sql) for sql, _ in self._deferred.pop(key, ()))
                 if key in self._trigger_tables:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
                     self._trigger_tables.discard(key)
@@ -310,8 +326,28 @@ class SchemaModel:
         if self._trigger_tables is not None:
             self._trigger_tables.add(table)
 
+    def defer(self, sql: str, current_db: str | None, table: TableRef) -> None:
+        """ALTER TABLE `sql` of `table`, which renames nothing, replayed when its change is next read."""
+        self._deferred.setdefault(table, []).append((sql, current_db))
+        self._deferred_chars += len(sql)
+        if self._deferred_chars > DEFERRED_CHARS:
+            self._settle()
+
+    def _settle(self, tables: Iterable[TableRef] | None = None) -> None:
+        """The deferred ALTER TABLEs (of `tables`, else all) replayed, each table's in order."""
+        if not self._deferred:
+            return
+        if tables is None:
+            deferred, self._deferred = self._deferred, {}
+        else:
+            deferred = {table: self._deferred.pop(table) for table in tables if table in self._deferred}
+        for sql, db in (each for entries in deferred.values() for each in entries):
+            self._deferred_chars -= len(sql)
+            self.observe(sql, db)
+
     # ------------------------------------------------------------------ questions
     def _key(self, db: str, table: str) -> TableRef | None:
+        self._settle()
         if (db, table) in self._columns:
             return (db, table)
         folded = (db.lower(), table.lower())  # lower_case_table_names: the applier opens lower-cased names

@@ -15,6 +15,7 @@ from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.rules.schema import is_schema_statement
+from dumpfilter.rules.statement_info import StatementInfo, TableRef
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
 if TYPE_CHECKING:
@@ -103,7 +104,8 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
             a.group.decide(cast(bytearray, a.out), k, cast(Transaction, unit))
         for schema in schemas:
             if replay is not None:
-                schema.observe(*replay)
+                text, db, how = replay
+                schema.observe(text, db, how) if isinstance(how, StatementInfo) else schema.defer(text, db, cast(TableRef, how))
                 continue
             for e in cast(Transaction, unit).events:
                 if e.is_query and (sql := e.sql) and is_schema_statement(sql):

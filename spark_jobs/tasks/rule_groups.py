@@ -24,6 +24,9 @@ from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, Fi
 from dumpfilter.spark_jobs.tasks.statement_tables import (STATEMENT_GROUPS_MAX, StatementGroup, Statements, Tables,
                                                            lone_tables, statement_group)
 
+# How the schema model replays a lone statement: by its parse, or (an ALTER TABLE that renames
+# nothing) deferred, by its table (`SchemaModel.defer`); None: not at all.
+Replay = StatementInfo | TableRef | None
 # A buffer's GTID-and-one-plain-statement units by default database: (database, unit indices as
 # u32 little-endian, as `_core.mark_slow` takes them).
 Lone = list[tuple[str, bytes]]
@@ -198,10 +201,10 @@ class LoneUnits:
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         # the buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
         # FUNCTION), by unit: (statement, default database, parse)
-        self.replays: dict[int, tuple[str, str | None, StatementInfo]] = {}
+        self.replays: dict[int, tuple[str, str | None, Replay]] = {}
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
         self._sums: dict[int, list[int]] = {}  # by key: its units' bytes this chunk (`tally`)
-        self.texts: dict[tuple[str | None, str], tuple[int, StatementInfo | None]] = {}  # `_parsed`'s, by text
+        self.texts: dict[tuple[str | None, str], tuple[int, Replay]] = {}  # `_parsed`'s, by text
         self._text_chars, self._classified = 0, False
         self.read: Callable[[], _core.LoneQueries] | None = None
         self.txn: Callable[[int], Transaction] | None = None
@@ -296,12 +299,15 @@ class LoneUnits:
             struct.pack_into("<I", self.class_of, 4 * k, CLASS_LEFT if found == LEFT else CLASS_STAYS)
         return found
 
-    def _parsed(self, db: str | None, sql: str) -> tuple[int, StatementInfo | None]:
+    def _parsed(self, db: str | None, sql: str) -> tuple[int, Replay]:
         """The class of statement `sql` under default database `db`, and its parse where the schema
-        model replays it (DDL, CREATE FUNCTION), else None; remembered by text (`texts`)."""
+        model replays it (DDL, CREATE FUNCTION; an ALTER TABLE's table, deferred), else None;
+        remembered by text (`texts`)."""
         # (not through the parses the master's decisions remember: a DDL workload's texts, each met
         # once, would push theirs out; `texts` remembers these)
-        found, replay, read = LEFT, None, core_class(sql, db or "", _PARSED)
+        found, read = LEFT, core_class(sql, db or "", _PARSED)
+        # (an ALTER TABLE read so renames nothing: the model replays it once read, `SchemaModel.defer`)
+        replay: Replay = read[1][0] if read is not None and read[0] is Kind.ALTER_TABLE and read[1] else None
         key: tuple[str | None, Kind, tuple[TableRef, ...], str | None, bool, bool] | None = (
             None if read is None else (db, *read, None, False, bool(read[1])))
         if read is None:  # (a kind the model replays, or one read its own way: the whole parse)
@@ -337,6 +343,6 @@ _TEXT_MAX, _TEXTS_CHARS = 4096, 4 << 20
 # Lone statements whose decision reads the replica's trigger knowledge or the schema model.
 _ONE_BY_ONE = frozenset({Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.UPDATE_MULTI})
 # The kinds `_parsed` reads the whole parse of: those the schema model replays, those above, SET (exempt).
-_PARSED = SCHEMA_KINDS | _ONE_BY_ONE | {Kind.ROUTINE, Kind.SET}
+_PARSED = (SCHEMA_KINDS - {Kind.ALTER_TABLE}) | _ONE_BY_ONE | {Kind.ROUTINE, Kind.SET}
 
 
