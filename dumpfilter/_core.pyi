@@ -40,7 +40,6 @@ __all__ = [
     "F_TAGGED_GTID",
     "F_UNKNOWN_NON_IGNORABLE",
     "FlagWords",
-    "GroupBytes",
     "GtidRun",
     "HopResult",
     "KEEP_ASK",
@@ -398,32 +397,6 @@ class FlagWords:
         Forgets every word (slaves or their rules changed).
         """
     def __len__(self) -> builtins.int: ...
-
-@typing.final
-class GroupBytes:
-    r"""
-    `StatementTables.met`: one group's bytes among a list's statement units.
-    """
-    @property
-    def group(self) -> builtins.int:
-        r"""
-        The caller's group.
-        """
-    @property
-    def payload(self) -> builtins.int:
-        r"""
-        Its statements' bytes, with their context events.
-        """
-    @property
-    def envelope(self) -> builtins.int:
-        r"""
-        Its share of the envelopes of the units it first wrote its table in.
-        """
-    @property
-    def key(self) -> builtins.int:
-        r"""
-        The key id whose statement it was first met in.
-        """
 
 @typing.final
 class GtidRun:
@@ -1193,10 +1166,18 @@ class StatementTables:
     (see tally::statement_groups).
     """
     @property
-    def met(self) -> builtins.list[GroupBytes]:
+    def groups(self) -> builtins.list[builtins.int]:
         r"""
-        The groups met, in the order first met.
+        The groups met (the caller's), in the order first met, and for each its statements'
+        bytes (with their context events), its share of the envelopes of the units it first
+        wrote its table in, and the key id whose statement it was first met in.
         """
+    @property
+    def payloads(self) -> builtins.list[builtins.int]: ...
+    @property
+    def envelopes(self) -> builtins.list[builtins.int]: ...
+    @property
+    def keys(self) -> builtins.list[builtins.int]: ...
     @property
     def framing(self) -> builtins.int:
         r"""

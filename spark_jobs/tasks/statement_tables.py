@@ -87,12 +87,12 @@ class _Groups:
         # (new objects, not emptied ones: a thread's last `number` still reads its own)
         self.index = _core.KeyIndex()
         self.group_of = array("I")  # by key number: its group's id, or _NO_GROUP
-        self.groups: list[StatementGroup] = []  # by group id
+        self.groups: list[tuple[StatementGroup, EnvelopeKey]] = []  # by group id: with its table's envelope key
         self.ids: dict[StatementGroup, int] = {}
         self.table_of = array("I")  # by group id: its table's id
         self.tables: dict[TableName, int] = {}
 
-    def number(self, keys: list[_core.StatementKey]) -> tuple[bytes, bytes, bytes, list[StatementGroup]]:
+    def number(self, keys: list[_core.StatementKey]) -> tuple[bytes, bytes, bytes, list[tuple[StatementGroup, EnvelopeKey]]]:
         """`keys`' numbers, the groups by number and the tables by group (packed for the core), and
         the groups by id."""
         with self.lock:
@@ -107,7 +107,7 @@ class _Groups:
     def _id(self, group: StatementGroup) -> int:
         if (g := self.ids.get(group)) is None:
             g = self.ids[group] = len(self.groups)
-            self.groups.append(group)
+            self.groups.append((group, envelope_key(group[2][0], group)))
             self.table_of.append(self.tables.setdefault(group[2][0], len(self.tables)))
         return g
 
@@ -135,16 +135,15 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     at a time."""
     ids, group_of, table_of, groups = _GROUPS.number(keys)
     got = units.statement_tables(ids, group_of, table_of, n)
-    for met in got.met:
-        group = groups[met.group]
+    for g, payload, envelope, k in zip(got.groups, got.payloads, got.envelopes, got.keys):
+        group, share = groups[g]
         found = statements.get(group)
         if found is None:
-            statements[group] = [met.payload, decode_text(keys[met.key].sql)]
+            statements[group] = [payload, decode_text(keys[k].sql)]
         else:
-            found[0] += met.payload
-        if met.envelope:
-            share = envelope_key(group[2][0], group)
-            tables[share] = tables.get(share, 0) + met.envelope
+            found[0] += payload
+        if envelope:
+            tables[share] = tables.get(share, 0) + envelope
     for key, size in ((FRAMING, got.framing), (OTHER, got.other)):
         if size:
             tables[key] = tables.get(key, 0) + size

@@ -363,26 +363,19 @@ records! {
     /// `UnitList.statement_tables`: the statement units' bytes by the caller's groups of keys
     /// (see tally::statement_groups).
     StatementTables = "StatementTables" {
-        /// The groups met, in the order first met.
-        met: Py<PyList> as Vec<GroupBytes>,
+        /// The groups met (the caller's), in the order first met, and for each its statements'
+        /// bytes (with their context events), its share of the envelopes of the units it first
+        /// wrote its table in, and the key id whose statement it was first met in.
+        groups: Vec<u32>,
+        payloads: Vec<u64>,
+        envelopes: Vec<u64>,
+        keys: Vec<u32>,
         /// The envelopes of units that write no table.
         framing: u64,
         /// The control units' bytes.
         other: u64,
         /// The units not fast, not control, not decided by keys.
         left: Vec<u32>,
-    }
-
-    /// `StatementTables.met`: one group's bytes among a list's statement units.
-    GroupBytes = "GroupBytes" {
-        /// The caller's group.
-        group: u32,
-        /// Its statements' bytes, with their context events.
-        payload: u64,
-        /// Its share of the envelopes of the units it first wrote its table in.
-        envelope: u64,
-        /// The key id whose statement it was first met in.
-        key: u32,
     }
 
     /// `KeyIndex.number`: each key's number, and the keys numbered first by the call.

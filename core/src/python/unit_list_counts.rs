@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::PyBytes;
 
-use super::results::{records, CountResult, GroupBytes, StatementTables, TableBytes};
+use super::results::{records, CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
 use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
@@ -72,14 +72,11 @@ impl PyUnitList {
             .collect();
         let (met, t) =
             py.detach(|| crate::tally::statement_groups(list, st, &group_of, &table_of, n));
-        let met = met.iter().map(|m| GroupBytes {
-            group: m.group,
-            payload: m.payload,
-            envelope: m.envelope,
-            key: m.key,
-        });
         Ok(StatementTables {
-            met: PyList::new(py, met)?.unbind(),
+            groups: met.iter().map(|m| m.group).collect(),
+            payloads: met.iter().map(|m| m.payload).collect(),
+            envelopes: met.iter().map(|m| m.envelope).collect(),
+            keys: met.iter().map(|m| m.key).collect(),
             framing: t.framing,
             other: t.other,
             left: t.left,
