@@ -58,60 +58,77 @@ const AHEAD: usize = 16;
 const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
 
 impl Forms {
-    /// The forms of every unit of `plan` under one policy (skip code, checksums), each unit's
-    /// read off its record where `recorded` makes it, else off its first and last events, asked
-    /// for AHEAD units ahead: under the empty-transaction policy, no MariaDB unit's (a walk for
-    /// both policies asked for every statement unit's bytes, and summed the statement units no
-    /// empty-transaction count reads). `st`: the list's statement units by key (a statement unit
-    /// is framed by the pieces every stream keeps, what `StmtUnits::kept_ranges` gives a stream
-    /// keeping none).
+    /// The forms of every unit of `plan` under one policy (skip code, checksums): `make_many`'s.
     pub fn make(
         plan: &UnitList,
         bufs: &[&[u8]],
         st: Option<&StmtUnits>,
         policy: (u8, bool),
     ) -> Forms {
-        let (skip, crc) = policy;
+        let mut made = Self::make_many(plan, bufs, st, &[policy]);
+        made.remove(0)
+    }
+
+    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
+    /// read of its records (a segment's records, read once per policy, were a third of a count's
+    /// forms), each unit's read off its record where `recorded` makes it, else off its first and
+    /// last events, asked for AHEAD units ahead: under the empty-transaction policy, no MariaDB
+    /// unit's (a walk for both policies asked for every statement unit's bytes, and summed the
+    /// statement units no empty-transaction count reads). `st`: the list's statement units by key
+    /// (a statement unit is framed by the pieces every stream keeps, what
+    /// `StmtUnits::kept_ranges` gives a stream keeping none).
+    pub fn make_many(
+        plan: &UnitList,
+        bufs: &[&[u8]],
+        st: Option<&StmtUnits>,
+        policies: &[(u8, bool)],
+    ) -> Vec<Forms> {
         // (none read: `recorded`'s, and a statement unit `form` frames by its record)
-        let unread = |a: &ListedUnit| {
+        let unread = |a: &ListedUnit, skip: u8| {
             a.flags & MARIADB == MARIADB
                 && (skip == SKIP_EMPTY || a.flags & F_FAST != 0 || !a.tabled)
         };
-        // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
-        let statements = skip != SKIP_EMPTY;
-        let (mut scratch, mut at, mut rare) = (Vec::new(), Sum::default(), [0u64; 2]);
-        let mut zeros = [Zeros::default(), Zeros::default()];
-        let mut sums = Vec::with_capacity(plan.units.len() + 1);
-        // (one record a unit from an iterator of known length: no capacity check per unit)
-        sums.extend(plan.units.iter().enumerate().map(|(k, u)| {
+        let n = plan.units.len();
+        let mut made: Vec<_> = (policies.iter())
+            .map(|&(skip, crc)| Forms {
+                skip,
+                crc,
+                sums: Vec::with_capacity(n + 1),
+                zeros: [Zeros::default(), Zeros::default()],
+            })
+            .collect();
+        // (per policy: the sums so far, and those of `none` and `statements`)
+        let mut at = vec![(Sum::default(), [0u64; 2]); policies.len()];
+        let mut scratch = Vec::new();
+        for (k, u) in plan.units.iter().enumerate() {
             // (a form is read off the unit's record, its first event and its last)
-            let ahead = plan.units.get(k + AHEAD).filter(|a| !unread(a));
+            let ahead = (plan.units.get(k + AHEAD))
+                .filter(|a| policies.iter().any(|&(skip, _)| !unread(a, skip)));
             if let Some(a) = ahead {
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
                 for at in [a.start(), a.last()] {
                     prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
                 }
             }
-            if rare != [0; 2] {
-                // (both 0: neither was ever other, the sums only grow; `Zeros` stay empty)
-                Zeros::push_both(&mut zeros, k, rare);
+            for ((f, (sum, rare)), &policy) in made.iter_mut().zip(&mut at).zip(policies) {
+                if *rare != [0; 2] {
+                    // (both 0: neither was ever other, the sums only grow; `Zeros` stay empty)
+                    Zeros::push_both(&mut f.zeros, k, *rare);
+                }
+                f.sums.push(*sum);
+                match recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch)) {
+                    Some((b, e, p)) => *sum = (sum.0 + b, sum.1 + e as u32, sum.2 + p as u32),
+                    None => rare[0] += 1,
+                }
+                // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
+                rare[1] += u64::from(policy.0 != SKIP_EMPTY && !u.tabled);
             }
-            let before = at;
-            match recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch)) {
-                Some((b, e, p)) => at = (at.0 + b, at.1 + e as u32, at.2 + p as u32),
-                None => rare[0] += 1,
-            }
-            rare[1] += u64::from(statements && !u.tabled);
-            before
-        }));
-        sums.push(at);
-        Zeros::push_both(&mut zeros, plan.units.len(), rare);
-        Forms {
-            skip,
-            crc,
-            sums,
-            zeros,
         }
+        for (f, (sum, rare)) in made.iter_mut().zip(at) {
+            f.sums.push(sum);
+            Zeros::push_both(&mut f.zeros, n, rare);
+        }
+        made
     }
 
     /// The end of the longest run of units from i, up to j, whose forms are made (and framed:
@@ -429,7 +446,7 @@ pub struct FormsCache(Mutex<Vec<Arc<Forms>>>);
 
 impl FormsCache {
     /// The forms under each of `policies` (placeholder and empty-transaction ones only), the
-    /// missing ones made in one read of the units.
+    /// missing ones made in one read of the units (`Forms::make_many`).
     pub fn get(
         &self,
         list: &UnitList,
@@ -438,11 +455,15 @@ impl FormsCache {
         policies: &[(u8, bool)],
     ) -> Vec<Arc<Forms>> {
         let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut missing: Vec<(u8, bool)> = Vec::new();
         for &p in policies {
             let formed = matches!(p.0, SKIP_PLACEHOLDER | SKIP_EMPTY);
-            if formed && !held.iter().any(|f| (f.skip, f.crc) == p) {
-                held.push(Arc::new(Forms::make(list, bufs, st, p)));
+            if formed && !held.iter().any(|f| (f.skip, f.crc) == p) && !missing.contains(&p) {
+                missing.push(p);
             }
+        }
+        if !missing.is_empty() {
+            held.extend(Forms::make_many(list, bufs, st, &missing).into_iter().map(Arc::new));
         }
         held.clone()
     }
