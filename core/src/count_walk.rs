@@ -58,20 +58,9 @@ const AHEAD: usize = 16;
 const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
 
 impl Forms {
-    /// The forms of every unit of `plan` under one policy (skip code, checksums): `make_many`'s.
-    pub fn make(
-        plan: &UnitList,
-        bufs: &[&[u8]],
-        st: Option<&StmtUnits>,
-        policy: (u8, bool),
-    ) -> Forms {
-        let mut made = Self::make_many(plan, bufs, st, &[policy]);
-        made.remove(0)
-    }
-
     /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
-    /// read of its records (a segment's records, read once per policy, were a third of a count's
-    /// forms), each unit's read off its record where `recorded` makes it, else off its first and
+    /// read of its records (not one per policy: a live pass meets them out of every cache), each
+    /// unit's read off its record where `recorded` makes it, else off its first and
     /// last events, asked for AHEAD units ahead: under the empty-transaction policy, no MariaDB
     /// unit's (a walk for both policies asked for every statement unit's bytes, and summed the
     /// statement units no empty-transaction count reads). `st`: the list's statement units by key
@@ -116,7 +105,9 @@ impl Forms {
                     Zeros::push_both(&mut f.zeros, k, *rare);
                 }
                 f.sums.push(*sum);
-                match recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch)) {
+                let got = recorded(u, bufs, policy)
+                    .or_else(|| form(k, u, bufs, st, policy, &mut scratch));
+                match got {
                     Some((b, e, p)) => *sum = (sum.0 + b, sum.1 + e as u32, sum.2 + p as u32),
                     None => rare[0] += 1,
                 }
@@ -463,7 +454,8 @@ impl FormsCache {
             }
         }
         if !missing.is_empty() {
-            held.extend(Forms::make_many(list, bufs, st, &missing).into_iter().map(Arc::new));
+            let made = Forms::make_many(list, bufs, st, &missing);
+            held.extend(made.into_iter().map(Arc::new));
         }
         held.clone()
     }

@@ -77,7 +77,7 @@ fn counted(
         owed: opt.pending.map_or(0, <[u8]>::len),
     };
     let made = [(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)]
-        .map(|p| Forms::make(list, &[buf], Some(st), p));
+        .map(|p| Forms::make_many(list, &[buf], Some(st), &[p]).remove(0));
     let forms: Vec<&Forms> = made.iter().collect();
     let mut got = count_many(list, &[buf], Some(st), &[job], (&[from], 0), &forms);
     got.pop().map(|c| c.sent).unwrap_or_default()
@@ -260,7 +260,7 @@ fn long_rows_over_two_files_are_counted_as_the_send_walk_counts_them() {
         }
     }
     let policies = [(SKIP_PLACEHOLDER, false), (SKIP_EMPTY, false)];
-    let made = policies.map(|p| Forms::make(&list, &bufs, Some(&st), p));
+    let made = policies.map(|p| Forms::make_many(&list, &bufs, Some(&st), &[p]).remove(0));
     let forms: Vec<&Forms> = made.iter().collect();
     for starts in [&[0usize][..], &[0, 7, 8, 16, 23, 40], &[3, 22, 24, 31, 53]] {
         let got = count_many(&list, &bufs, Some(&st), &jobs, (starts, 25), &forms);
@@ -281,7 +281,7 @@ fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
     // Without statement keys a placeholder's statement unit is the send walk's own to frame.
     let opt = options(SKIP_PLACEHOLDER, None, None);
     let by_units = counts(&send::walk(&list, &[&buf], &row, &[], 0, &opt));
-    let made = Forms::make(&list, &[&buf], Some(&st), (SKIP_PLACEHOLDER, false));
+    let made = Forms::make_many(&list, &[&buf], Some(&st), &[(SKIP_PLACEHOLDER, false)]).remove(0);
     let job = Job {
         row: &row,
         keep: &[],
@@ -335,7 +335,7 @@ fn fast_mariadb_units_are_formed_from_their_records_alone() {
         list.units = units;
         let policies = [(SKIP_PLACEHOLDER, crc), (SKIP_EMPTY, crc)];
         let unread = vec![0u8; buf.len()];
-        let made = policies.map(|p| Forms::make(&list, &[&unread], None, p));
+        let made = policies.map(|p| Forms::make_many(&list, &[&unread], None, &[p]).remove(0));
         for (f, (skip, _)) in made.iter().zip(policies) {
             let n = list.units.len();
             let want = list.units.iter().fold((0, 0, 0), |s, u| {
@@ -425,7 +425,7 @@ fn mariadb_statement_units_are_formed_from_their_records_and_pieces() {
         form(0, &mysql, &[&buf], Some(&st), policy, &mut scratch),
         None
     );
-    let made = Forms::make(&list, &[&buf], Some(&st), policy);
+    let made = Forms::make_many(&list, &[&buf], Some(&st), &[policy]).remove(0);
     let want = (0..list.units.len()).fold([0, 0, 0], |s, k| {
         let f = reference(k, &list.units[k]).unwrap();
         [s[0] + f.0, s[1] + f.1, s[2] + f.2]
