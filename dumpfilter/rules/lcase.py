@@ -34,4 +34,4 @@ def folded_schema(model: SchemaModel) -> SchemaModel:
                        view_reads={folded_ref(key): tuple(map(folded_ref, read)) for key, read in model.view_reads.items()},
                        functions={(key[0].lower(), key[1]): None if writes is None else
                                   tuple((folded_ref(t), e) for t, e in writes) for key, writes in model.functions.items()},
-                       _columns={folded_ref(key): cols for key, cols in model._columns.items()})
+                       _columns={folded_ref(key): cols for key, cols in model.tables.items()})

@@ -54,14 +54,14 @@ class RuleGroup:
     change a later answer of rules that read databases only, and `experiment` reports none of it.
 
     Rules under standard semantics (no rewrite-db, names as they come) decide any other lone
-    statement by what rpl_filter.cc reads of it: its default database, kind, a database
-    statement's name, whether table rules pass it by, and the tables it updates (its class,
-    `LoneUnits.klass`), then those tables' verdicts (`RuleEngine.table_reads`, once per rule
-    group and set of tables). Each class is answered once per rule group (`codes`), and the units
-    of an answered class are set by the core (`_core.mark_classes`), not by a Python step per unit
-    and group. No such decision reads the schema model: the thread's engines share one, which
-    `count_walks.answer_all` replays once a unit for all groups (`schema`). Trigger DDL (the
-    replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse are
+    statement by what rpl_filter.cc reads of it (its decision class, `LoneUnits.decides`): its
+    default database, a database statement's name, whether table rules pass it by, the tables it
+    updates, and its kind only where the decision reads it (`RuleEngine.KINDS_READ`); then those
+    tables' verdicts (`RuleEngine.table_reads`, once per rule group and set of tables). Each class
+    is answered once per rule group (`codes`); the core sets the units of an answered class
+    (`_core.mark_classes`). No such decision reads the schema model: the thread's engines share
+    one, which `count_walks.answer_all` replays once a unit for all groups (`schema`). Trigger DDL
+    (the replica's trigger knowledge), multi-table UPDATEs (the model) and what does not parse are
     decided one by one, in stream order."""
 
     __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "steps",
@@ -178,11 +178,9 @@ _UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.m
 class LoneUnits:
     """A chunk's GTID-and-one-statement units, read once for every rule group that answers them
     by what their answer depends on (RuleGroup): per buffer, the plain ones by default database
-    (`plain`, read by the core: `UnitList.lone_queries`), and each unit's class (`klass`): the
-    key of its statement's kind and tables (`infos`: `tally` groups its bytes by them), or LEFT, or
-    STAYS; and each key's decision class (`decides`): what a decision by parse reads of it, which
-    is not the kind of most (`RuleEngine.KINDS_READ`: a table's CREATE, ALTER, INDEX and DROP are
-    one class, decided once per rule group)."""
+    (`plain`, read by the core: `UnitList.lone_queries`), and each unit's key (`klass`: its
+    statement's kind and tables, by which `tally` groups its bytes; or LEFT, or STAYS), each key
+    in a decision class (`decides`: a table's CREATE, ALTER, INDEX and DROP are one)."""
 
     KEYS_MAX = 1 << 16  # keys numbered per chunk; past it, lone statements are decided one by one
 
