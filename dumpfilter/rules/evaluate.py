@@ -419,9 +419,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         return Decision(decision.apply, decision.reason, decision.rule, tables if lists else (), decision.counted,
                         decision.assumption)
 
-    # The kinds whose statement decisions read their kind (`_decide_statement`): the others' read
-    # only the default database, exemption and tables (one answer for a table's CREATE, ALTER,
-    # INDEX and DROP: spark_jobs' RuleGroup).
+    # The kinds `_decide_statement` reads (the others': the database, exemption and tables alone)
     KINDS_READ = DATABASE_KINDS | READS_STATE | {Kind.TRANSACTION, Kind.ACCOUNT, Kind.CREATE_TRIGGER}
 
     def _decide_statement(self, info: StatementInfo, current_db: str | None, rewritten: str,
