@@ -1610,7 +1610,8 @@ def heartbeat(file: builtins.str, pos: builtins.int, server_id: builtins.int, cr
 def held_bytes(list: UnitList) -> builtins.int:
     r"""
     The heap bytes `list` holds: its records and what is read of it once for every stream (see
-    unit_list::UnitList::heap_bytes), its statement units and those a scan thread built ahead. What
+    unit_list::UnitList::heap_bytes), its statement units, those a scan thread built ahead and the
+    skip forms its counts made (count_walk::FormsCache). What
     the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
     segment's statement units are about twice its records.
     """

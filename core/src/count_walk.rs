@@ -7,6 +7,8 @@
 //! skipped unit's form), less the kept runs'. Units kept in part and a unit no form is made for
 //! go through the send walk's count mode (`send::walk`, `count_only`).
 
+use std::sync::{Arc, Mutex};
+
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
 use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
@@ -70,14 +72,6 @@ impl Forms {
         st: Option<&StmtUnits>,
         policies: &[(u8, bool)],
     ) -> Vec<Forms> {
-        // (each placeholder and empty-transaction policy once; a heartbeat walk makes no form)
-        let mut formed: Vec<(u8, bool)> = Vec::new();
-        for &p in policies {
-            if matches!(p.0, SKIP_PLACEHOLDER | SKIP_EMPTY) && !formed.contains(&p) {
-                formed.push(p);
-            }
-        }
-        let policies = &formed[..];
         // (none read: `recorded`'s, and a statement unit `form` frames by its record)
         let unread = |a: &ListedUnit, skip: u8| {
             a.flags & MARIADB == MARIADB
@@ -436,3 +430,44 @@ fn sent_total(s: &Sent) -> u64 {
 #[cfg(test)]
 #[path = "count_walk_tests.rs"]
 mod tests;
+
+/// The skipped units' forms a list has made, per policy (made at the first count under it, kept
+/// for its later counts: a pass counted again, a candidate added later; counted in the list's
+/// `held_bytes`, so that the master's kept segments stay within their budget).
+#[derive(Default)]
+pub struct FormsCache(Mutex<Vec<Arc<Forms>>>);
+
+impl FormsCache {
+    /// The forms under each of `policies` (placeholder and empty-transaction ones only), the
+    /// missing ones made in one read of the units (`Forms::make_many`).
+    pub fn get(
+        &self,
+        list: &UnitList,
+        bufs: &[&[u8]],
+        st: Option<&StmtUnits>,
+        policies: &[(u8, bool)],
+    ) -> Vec<Arc<Forms>> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut missing: Vec<(u8, bool)> = Vec::new();
+        for &p in policies {
+            let formed = matches!(p.0, SKIP_PLACEHOLDER | SKIP_EMPTY);
+            if formed && !held.iter().any(|f| (f.skip, f.crc) == p) && !missing.contains(&p) {
+                missing.push(p);
+            }
+        }
+        if !missing.is_empty() {
+            let made = Forms::make_many(list, bufs, st, &missing);
+            held.extend(made.into_iter().map(Arc::new));
+        }
+        held.clone()
+    }
+
+    /// The bytes its forms hold (a kept segment's `held_bytes`).
+    pub fn heap_bytes(&self) -> usize {
+        let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let zeros = |f: &Forms| f.zeros.iter().map(|z| z.0.capacity() * 4).sum::<usize>();
+        held.iter()
+            .map(|f| f.sums.capacity() * std::mem::size_of::<Sum>() + zeros(f))
+            .sum()
+    }
+}

@@ -411,7 +411,8 @@ pub(super) fn replica_frames(
 }
 
 /// The heap bytes `list` holds: its records and what is read of it once for every stream (see
-/// unit_list::UnitList::heap_bytes), its statement units and those a scan thread built ahead. What
+/// unit_list::UnitList::heap_bytes), its statement units, those a scan thread built ahead and the
+/// skip forms its counts made (count_walk::FormsCache). What
 /// the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
 /// segment's statement units are about twice its records.
 #[stub]
@@ -419,5 +420,6 @@ pub(super) fn replica_frames(
 pub(super) fn held_bytes(list: PyRef<'_, PyUnitList>) -> usize {
     let ahead = list.ahead.lock().unwrap_or_else(|e| e.into_inner());
     let ahead = ahead.as_ref().map_or(0, |(_, st)| st.heap_bytes());
-    list.list.heap_bytes() + list.stmts.get().map_or(0, StmtUnits::heap_bytes) + ahead
+    let forms = list.forms.heap_bytes();
+    list.list.heap_bytes() + list.stmts.get().map_or(0, StmtUnits::heap_bytes) + ahead + forms
 }

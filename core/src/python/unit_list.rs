@@ -18,6 +18,7 @@ use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
 use super::{check_off, error_field};
+use crate::count_walk::FormsCache;
 use crate::gate_reads::GateReads;
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions};
@@ -48,6 +49,8 @@ pub(super) struct PyUnitList {
     /// Units whose statements a scan thread read (`scan_start(unit_statements=True)`).
     #[pyo3(get)]
     unit_statements_ahead: usize,
+    /// The skipped units' forms `count_many` made, per skip policy.
+    pub(super) forms: FormsCache,
 }
 
 /// The bytes below which `scan_start` scans at once, on the calling thread (without the GIL),
@@ -95,6 +98,7 @@ impl PyUnitList {
             took_ahead: AtomicBool::new(false),
             gate: GateReads::default(),
             unit_statements_ahead: 0,
+            forms: FormsCache::default(),
         }
     }
 

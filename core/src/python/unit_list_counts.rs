@@ -1,8 +1,10 @@
 //! The count mode of the Python UnitList (count_walk): every stream a caller counts over a
 //! segment in one call (`UnitList.count_many`: `experiment`'s slaves, a master's shadow
-//! candidates, or one slave's run), with the skipped units' forms made once per call and
-//! policy, and dropped with it (`count_walk::Forms`); and the tallies a count
+//! candidates, or one slave's run), with the skipped units' forms made once per segment
+//! and policy, kept beside the list for every later call (`count_walk::FormsCache`); and the tallies a count
 //! cuts and sums by (`table_bytes`, `statement_tables`).
+
+use std::sync::Arc;
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
@@ -112,8 +114,8 @@ impl PyUnitList {
             .collect();
         let policies: Vec<(u8, bool)> = jobs.iter().map(|j| (j.skip, j.crc)).collect();
         let counted = py.detach(|| {
-            let forms = Forms::make_many(list, &bufs, st, &policies);
-            let forms: Vec<&Forms> = forms.iter().collect();
+            let forms = self.forms.get(list, &bufs, st, &policies);
+            let forms: Vec<&Forms> = forms.iter().map(Arc::as_ref).collect();
             count_walk::count_many(list, &bufs, st, &jobs, (&starts, carry), &forms)
         });
         counted
