@@ -51,3 +51,28 @@ def test_held_bytes_are_what_a_unit_list_allocates(tmp_path, binlog_format):
     assert abs(grown - held) <= 0.1 * held, (grown, held)
     if binlog_format == "row":
         assert held <= 64 * len(units), held / len(units)
+
+
+def test_a_counts_skip_forms_are_held_bytes(tmp_path):
+    """The skip forms a count makes stay with the list for its later counts (`count_many`), and
+    count in its held bytes: the master's kept segments hold them within their budget. They are
+    what the count allocated, and a second count under the same policies makes none."""
+    from dumpfilter._core import ROW_SKIP, SKIP_EMPTY, SKIP_PLACEHOLDER, CountJob, SendConfig
+
+    spec = WorkloadSpec(seed=81, transactions=20_000, rows_per_statement=1, statements_per_transaction=2,
+                        ddl_share=0.0, cross_db_share=0.0, binlog_format="row")
+    data = generate(spec, tmp_path)[0].read_bytes()
+    units = UnitList()
+    Scanner("<test>").scan_into(units, data, 4, 0, "bin.000001", at_eof=True)
+    row = bytes([ROW_SKIP]) * len(units)
+    jobs = [CountJob(row, b"", SendConfig(skip=skip, partial_ok=False, server_id=0, heartbeat_crc=True))
+            for skip in (SKIP_PLACEHOLDER, SKIP_EMPTY)]
+    gc.collect()
+    held, before = held_bytes(units), _allocated()
+    first = units.count_many(jobs, [0], 0)
+    grown, forms = _allocated() - before, held_bytes(units) - held
+    assert forms >= 2 * 16 * len(units)  # (a sum of 16 bytes a unit and policy)
+    assert abs(grown - forms) <= 0.1 * forms, (grown, forms)
+    again = units.count_many(jobs, [0], 0)
+    assert held_bytes(units) - held == forms
+    assert [(r.read_by_bucket, r.sent_by_bucket) for r in again] == [(r.read_by_bucket, r.sent_by_bucket) for r in first]
