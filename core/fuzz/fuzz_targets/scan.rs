@@ -31,7 +31,10 @@ fuzz_target!(|data: &[u8]| {
         assert!(open.at < rest.len()); // where a quote or comment is left open
     }
     let split = script::split(rest); // and as a script: each statement within it
-    assert!(split.statements.iter().all(|s| s.sql.len() <= rest.len() && s.line >= 1));
+    assert!(split
+        .statements
+        .iter()
+        .all(|s| s.sql.len() <= rest.len() && s.line >= 1));
     let _ = dml_shape(rest); // and as a statement key's (its names, numbers where names go)
     for literals in [Literals::Escaped, Literals::EscapedPlainBytes] {
         let _ = dml_shape_read(rest, || literals); // read as a Query's status variables may say
@@ -195,7 +198,13 @@ fuzz_target!(|data: &[u8]| {
     assert!(by_table.shared <= by_table.framing);
     // Every byte of the units in one place: a table's, the framing, the other units'.
     let placed = by_table.by_name.iter().sum::<u64>() + by_table.framing + by_table.other;
-    assert_eq!(placed, plan.units.iter().map(|u| (u.end - u.start) as u64).sum::<u64>());
+    assert_eq!(
+        placed,
+        plan.units
+            .iter()
+            .map(|u| (u.end - u.start) as u64)
+            .sum::<u64>()
+    );
     // The time runs start in unit order, each at a unit of the list.
     assert!(by_table.cuts.windows(2).all(|w| w[0].0 < w[1].0));
     assert!(by_table.cuts.iter().all(|c| c.0 < plan.units.len()));
@@ -341,6 +350,48 @@ fuzz_target!(|data: &[u8]| {
         (counted.next, counted.sent_bytes, counted.heartbeat_bytes),
         (sent.next, sent.sent_bytes, sent.heartbeat_bytes)
     );
+    // The count walk (`experiment`, shadow candidates) over every skip policy at once: the forms
+    // of both formed policies made in one read of the records count as each made alone.
+    let bufs = [&buf[..out.stop]];
+    let jobs: Vec<_> = [1u8, SKIP_PLACEHOLDER, SKIP_EMPTY]
+        .map(|skip| _core::count_walk::Job {
+            row: &row,
+            keep: &keep,
+            stmt_keep: None,
+            skip,
+            partial_ok: control & 32 != 0,
+            crc: control & 16 != 0,
+            owed: usize::from(control & 8),
+        })
+        .into();
+    let policies: Vec<(u8, bool)> = jobs.iter().map(|j| (j.skip, j.crc)).collect();
+    let together = _core::count_walk::Forms::make_many(&plan, &bufs, Some(&stmt), &policies);
+    let alone: Vec<_> = (policies.iter())
+        .flat_map(|p| _core::count_walk::Forms::make_many(&plan, &bufs, Some(&stmt), &[*p]))
+        .collect();
+    let starts = [0, out.units.len() / 2];
+    let count = |forms: &[_core::count_walk::Forms]| {
+        let forms: Vec<_> = forms.iter().collect();
+        let got =
+            _core::count_walk::count_many(&plan, &bufs, Some(&stmt), &jobs, (&starts, 25), &forms);
+        got.iter()
+            .map(|c| {
+                (
+                    c.sent.next,
+                    c.read_by_bucket.clone(),
+                    c.sent_by_bucket.clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(count(&together), count(&alone));
+    // The statement units' bytes by group: each group met once, its key one of the list's.
+    let group_of: Vec<u32> = (0..stmt.keys.len() as u32).map(|k| k % 3).collect();
+    let (met, _) =
+        _core::tally::statement_groups(&plan, &stmt, &group_of, &[0, 1, 2], out.units.len());
+    assert!(met
+        .iter()
+        .all(|m| m.group < 3 && (m.key as usize) < stmt.keys.len()));
     // The statements a scan thread reads ahead are those the list reads when asked.
     for (k, read) in _core::unit_list::part_statements(&buf[..out.stop], &out.units) {
         assert_eq!(read.as_deref(), plan.unit_statements(k, &buf[..out.stop]));
