@@ -173,6 +173,7 @@ class RuleGroup:
 
 LEFT, STAYS = -1, -2  # `LoneUnits.klass`: a unit each group decides (`decide`); one that stays ROW_SLOW
 _UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_classes`)
+_U32 = struct.Struct("<I").pack_into  # a unit's class in `LoneUnits.class_of`, as the core reads it
 
 
 class LoneUnits:
@@ -240,19 +241,23 @@ class LoneUnits:
         group (not decoded), summed by key and added once a chunk (`flush`; its keys put in place at its
         first unit), in one loop for the buffer; `other` reads each other unit (`_unit_tables`), in order."""
         self.classify()  # (rules on databases alone did not classify the buffer's units)
+        classes, queries, summed = self.classes, self._queries, self._sums
         for k in left:
-            c, text = self.classes.get(k, LEFT), self._queries.get(k)
-            infos = self.infos[c] if c >= 0 and text is not None and text.gtid_size else None
-            group = None if infos is None else self._groups.get(c) or self._groups.setdefault(
-                c, statement_group(infos[0] or "", *infos[1:], "", STATEMENT_GROUPS_MAX))
-            if group is None or text is None or not group[2]:  # (not a class's, or grouped by its text)
-                other(k)
-                continue
-            if (sums := self._sums.get(c)) is None:
-                sums = self._sums[c] = [0, 0, 0, len(group[2])]
+            c, text = classes.get(k, LEFT), queries.get(k)  # (a class is only a lone unit's with a GTID)
+            if text is None or (sums := summed.get(c)) is None:  # (a class met first this chunk, or no class's)
+                infos = self.infos[c] if c >= 0 and text is not None else None
+                group = None if infos is None else self._groups.get(c) or self._groups.setdefault(
+                    c, statement_group(infos[0] or "", *infos[1:], "", STATEMENT_GROUPS_MAX))
+                if group is None or text is None or not group[2]:  # (not a class's, or grouped by its text)
+                    other(k)
+                    continue
+                sums = summed[c] = [0, 0, 0, len(group[2])]
                 lone_tables(group, text.sql, sums, tables, statements)  # (the dicts' order: as the units meet them)
-            each, extra = divmod(text.gtid_size, sums[3])
-            sums[:3] = sums[0] + text.size - text.gtid_size, sums[1] + each, sums[2] + extra
+            gtid = text.gtid_size
+            each, extra = divmod(gtid, sums[3])
+            sums[0] += text.size - gtid
+            sums[1] += each
+            sums[2] += extra
 
     def flush(self, tables: Tables, statements: Statements) -> None:
         """The bytes `tally` summed by key added to a chunk's; none summed after."""
@@ -268,14 +273,16 @@ class LoneUnits:
         if self._classified:
             return
         self._read()
-        self._classified, texts, classes, replays = True, self.texts, self.classes, self.replays
+        self._classified, texts, classes, replays, decides = True, self.texts, self.classes, self.replays, self.decides
+        class_of, parsed = self.class_of, self._parsed
         for k, q in self._queries.items():
             if q.gtid_size:
-                c, replay = texts.get((q.db, q.sql)) or self._parsed(q.db, q.sql)
+                db, sql = q.db, q.sql
+                c, replay = texts.get((db, sql)) or parsed(db, sql)
                 classes[k] = c
                 if replay is not None:
-                    replays[k] = (q.sql, q.db, replay)
-                struct.pack_into("<I", self.class_of, 4 * k, self.decides[c] if c >= 0 else CLASS_LEFT)
+                    replays[k] = (sql, db, replay)
+                _U32(class_of, 4 * k, decides[c] if c >= 0 else CLASS_LEFT)
 
     def number(self, value: Hashable) -> int:
         """`value`'s number among the values numbered (two per key, and the verdicts of each set of
@@ -294,7 +301,7 @@ class LoneUnits:
             assert self.txn is not None  # (set by `buffer`)
             unit = self.txn(k)
             found = self.classes[k] = STAYS if unit.kind == CONTROL or not unit.complete else LEFT
-            struct.pack_into("<I", self.class_of, 4 * k, CLASS_LEFT if found == LEFT else CLASS_STAYS)
+            _U32(self.class_of, 4 * k, CLASS_LEFT if found == LEFT else CLASS_STAYS)
         return found
 
     def _parsed(self, db: str | None, sql: str) -> tuple[int, Replay]:
