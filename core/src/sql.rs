@@ -159,14 +159,13 @@ pub fn statement_verb(sql: &[u8]) -> &[u8] {
     let mut s = sql;
     loop {
         s = &s[s.iter().take_while(|b| space(**b)).count()..];
-        if s.starts_with(b"/*") {
-            match s.windows(2).skip(2).position(|w| w == b"*/") {
-                Some(i) => s = &s[i + 4..],
-                None => return &[],
-            }
-        } else {
+        if !s.starts_with(b"/*") {
             break;
         }
+        let Some(i) = s.windows(2).skip(2).position(|w| w == b"*/") else {
+            return &[];
+        };
+        s = &s[i + 4..];
     }
     // Letters as Python's str.isalpha() sees the text decoded with surrogateescape: a valid UTF-8
     // letter continues the word, a byte that does not decode (a surrogate there) ends it.
