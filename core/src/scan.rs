@@ -43,6 +43,15 @@ impl ScanError {
             offset,
         }
     }
+
+    /// A CRC32 mismatch in the event its type's `name` names.
+    pub(crate) fn crc(name: &str, offset: u64) -> Self {
+        ScanError {
+            kind: ErrorKind::Checksum,
+            message: format!("CRC32 mismatch in {name} event"),
+            offset,
+        }
+    }
 }
 
 // Unit kinds, as in transactions.py.
@@ -278,17 +287,14 @@ const RUNS_PER_SEND: usize = 64;
 /// (a hostile binlog can only slow its own scan).
 #[derive(Default)]
 pub struct Fnv(u64);
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl Hasher for Fnv {
     fn finish(&self) -> u64 {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
+        let mut h = if self.0 == 0 { FNV_OFFSET } else { self.0 };
         for b in bytes {
             h ^= *b as u64;
             h = h.wrapping_mul(0x0100_0000_01b3);
@@ -341,11 +347,7 @@ impl Scanner {
             let alg_present = fmt.checksum_alg.is_some();
             self.fmt = Some(Arc::new(fmt));
             if self.verify && alg_present && !fde_crc_ok(ev) {
-                return Err(ScanError {
-                    kind: ErrorKind::Checksum,
-                    message: "CRC32 mismatch in Format_description event".into(),
-                    offset,
-                });
+                return Err(ScanError::crc("Format_description", offset));
             }
             return Ok(());
         }
@@ -363,11 +365,7 @@ impl Scanner {
             ));
         };
         if self.verify && fmt.checksum_len != 0 && !crc_ok(ev) {
-            return Err(ScanError {
-                kind: ErrorKind::Checksum,
-                message: format!("CRC32 mismatch in {} event", type_name(t)),
-                offset,
-            });
+            return Err(ScanError::crc(&type_name(t), offset));
         }
         let flags = u16_at(ev, 17).unwrap_or(0);
         if !is_known(t) && flags & LOG_EVENT_IGNORABLE_F == 0 {
@@ -391,17 +389,11 @@ impl Scanner {
         let mut unknown = false;
         if t == FORMAT_DESCRIPTION || !is_known(t) || self.fmt.is_none() {
             self.check_special(ev, t, base + pos as u64, &mut unknown)?;
-        } else if self.verify {
-            if let Some(fmt) = &self.fmt {
-                if fmt.checksum_len != 0 && self.batch_crc {
-                    self.run_add(buf, pos, nxt);
-                } else if fmt.checksum_len != 0 && !crc_ok(ev) {
-                    return Err(ScanError {
-                        kind: ErrorKind::Checksum,
-                        message: format!("CRC32 mismatch in {} event", type_name(t)),
-                        offset: base + pos as u64,
-                    });
-                }
+        } else if self.verify && self.fmt.as_ref().is_some_and(|f| f.checksum_len != 0) {
+            if self.batch_crc {
+                self.run_add(buf, pos, nxt);
+            } else if !crc_ok(ev) {
+                return Err(ScanError::crc(&type_name(t), base + pos as u64));
             }
         }
         Ok(unknown)

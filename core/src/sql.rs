@@ -159,14 +159,13 @@ pub fn statement_verb(sql: &[u8]) -> &[u8] {
     let mut s = sql;
     loop {
         s = &s[s.iter().take_while(|b| space(**b)).count()..];
-        if s.starts_with(b"/*") {
-            match s.windows(2).skip(2).position(|w| w == b"*/") {
-                Some(i) => s = &s[i + 4..],
-                None => return &[],
-            }
-        } else {
+        if !s.starts_with(b"/*") {
             break;
         }
+        let Some(i) = s.windows(2).skip(2).position(|w| w == b"*/") else {
+            return &[];
+        };
+        s = &s[i + 4..];
     }
     // Letters as Python's str.isalpha() sees the text decoded with surrogateescape: a valid UTF-8
     // letter continues the word, a byte that does not decode (a surrogate there) ends it.
@@ -249,46 +248,34 @@ pub fn may_be_schema_statement(sql: &[u8]) -> bool {
 /// (`may_be_schema_statement`), or Python's decoding (`Event.query`) may refuse it: a post-header,
 /// status variables or db name that run past the event, a compressed text that does not
 /// decompress. Those it refuses, Python reports (file and offset) as before.
+/// (`query_sql`'s empty text, where the lengths run past the event, is handed over too.)
 pub fn query_for_python(buf: &[u8], pos: usize, nxt: usize, t: u8, fmt: &Format) -> bool {
     let buf = &buf[..nxt.min(buf.len())];
-    let Some(end) = nxt.checked_sub(fmt.checksum_len) else {
-        return true;
-    };
-    let Some(sql_at) = sql_start(buf, pos, t, fmt) else {
-        return true;
-    };
-    if pos + HEADER_LEN + 13 > end || sql_at > end {
+    if pos + HEADER_LEN + 13 + fmt.checksum_len > nxt {
         return true;
     }
-    let sql = &buf[sql_at..end];
-    if t == QUERY_COMPRESSED {
-        return mariadb_uncompress(sql).map_or(true, |s| may_be_schema_statement(&s));
-    }
-    may_be_schema_statement(sql)
+    query_sql(buf, pos, nxt, t, fmt).map_or(true, |sql| may_be_schema_statement(&sql))
 }
 
-/// The second whitespace-separated token of the text (str.split()[1]), if any.
-fn second_token(sql: &[u8]) -> Option<&[u8]> {
-    sql.split(|b| space(*b)).filter(|t| !t.is_empty()).nth(1)
+/// Whether the second whitespace-separated token of the text (str.split()[1]) is `word`, any case.
+fn second_is(sql: &[u8], word: &[u8]) -> bool {
+    let mut tokens = sql.split(|b| space(*b)).filter(|t| !t.is_empty());
+    tokens.nth(1).is_some_and(|t| t.eq_ignore_ascii_case(word))
 }
 
 pub fn is_begin(sql: &[u8]) -> bool {
     let verb = statement_verb(sql);
-    if verb.eq_ignore_ascii_case(b"BEGIN") {
-        return true;
-    }
-    verb.eq_ignore_ascii_case(b"XA")
-        && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"START"))
+    verb.eq_ignore_ascii_case(b"BEGIN")
+        || verb.eq_ignore_ascii_case(b"XA") && second_is(sql, b"START")
 }
 
 pub fn is_end(sql: &[u8]) -> bool {
     let verb = statement_verb(sql);
     if verb.eq_ignore_ascii_case(b"COMMIT") || verb.eq_ignore_ascii_case(b"ROLLBACK") {
         // "ROLLBACK TO SAVEPOINT" stays inside the transaction.
-        return !second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"TO"));
+        return !second_is(sql, b"TO");
     }
-    verb.eq_ignore_ascii_case(b"XA")
-        && second_token(sql).is_some_and(|t| t.eq_ignore_ascii_case(b"PREPARE"))
+    verb.eq_ignore_ascii_case(b"XA") && second_is(sql, b"PREPARE")
 }
 
 /// `rules.statements.plain_statement` for ASCII text: whether the statement is certainly none of

@@ -112,18 +112,14 @@ fn needs_python_from(sql: &[u8], mut i: usize) -> bool {
         }
         i += 8;
     }
-    for at in i..sql.len() {
+    (i..sql.len()).any(|at| {
         let b = sql[at];
-        if b >= 0x80
+        b >= 0x80
             || b == b'#'
             || (b == b'/' && sql.get(at + 1) == Some(&b'*'))
             || (b == b'-' && sql.get(at + 1) == Some(&b'-'))
             || (matches!(b | 0x20, b'c' | b'g') && parser_word_at(sql, at))
-        {
-            return true;
-        }
-    }
-    false
+    })
 }
 
 /// What the cues `needs_python` met in a text are once its string literals are skipped

@@ -72,13 +72,9 @@ impl StmtUnits {
         let mut b = Builder::new(list.units.len());
         for (k, u) in list.units.iter().enumerate() {
             let p = u.part as usize;
+            let unit = (u.start(), u.end(), u.flags, u.gtid_size, u.events);
             match (formats.get(p), bufs.get(p)) {
-                (Some(&(post, crc, from)), Some(buf)) if k >= from => b.unit(
-                    buf,
-                    (u.start(), u.end(), u.flags, u.gtid_size, u.events),
-                    post,
-                    crc,
-                ),
+                (Some(&(post, crc, from)), Some(buf)) if k >= from => b.unit(buf, unit, post, crc),
                 _ => b.none(),
             }
         }
@@ -93,13 +89,9 @@ impl StmtUnits {
         let (post, crc, from) = format;
         let mut b = Builder::new(units.len());
         for (k, u) in units.iter().enumerate() {
+            let unit = (u.start, u.end, u.flags, u.gtid_size, u.events);
             if k >= from {
-                b.unit(
-                    buf,
-                    (u.start, u.end, u.flags, u.gtid_size, u.events),
-                    post,
-                    crc,
-                );
+                b.unit(buf, unit, post, crc);
             } else {
                 b.none();
             }

@@ -476,18 +476,13 @@ pub(super) fn by_keys(
     py: Python<'_>,
     keys: Option<&crate::stmt_units::ByKeys>,
 ) -> PyResult<Py<KeysUsed>> {
-    let list = PyList::empty(py); // (PyList_New(0) where no key was used: most calls)
-    let (mut units, mut statements) = (0, 0);
-    if let Some(k) = keys {
-        for (id, statements) in k.key_uses() {
-            list.append(KeyUse { id, statements })?;
-        }
-        (units, statements) = (k.units_done, k.statements);
-    }
+    let uses = keys.map_or_else(Vec::new, |k| k.key_uses()).into_iter();
+    let uses = uses.map(|(id, statements)| KeyUse { id, statements });
+    let (units, statements) = keys.map_or((0, 0), |k| (k.units_done, k.statements));
     Py::new(
         py,
         KeysUsed {
-            uses: list.unbind(),
+            uses: PyList::new(py, uses)?.unbind(), // (PyList_New(0) without keys: most calls)
             units,
             statements,
         },
@@ -496,23 +491,14 @@ pub(super) fn by_keys(
 
 impl TableBytes {
     pub(super) fn new(py: Python<'_>, t: crate::tally::TableBytes) -> PyResult<Self> {
-        let crate::tally::TableBytes {
-            by_name,
-            envelope,
-            framing,
-            shared,
-            other,
-            cuts,
-        } = t;
-        let cuts = cuts
-            .into_iter()
-            .map(|(unit, bucket)| TimeCut { unit, bucket });
+        let cuts = t.cuts.into_iter();
+        let cuts = cuts.map(|(unit, bucket)| TimeCut { unit, bucket });
         Ok(TableBytes {
-            by_name,
-            envelope,
-            framing,
-            shared,
-            other,
+            by_name: t.by_name,
+            envelope: t.envelope,
+            framing: t.framing,
+            shared: t.shared,
+            other: t.other,
             cuts: PyList::new(py, cuts)?.unbind(),
         })
     }

@@ -333,10 +333,7 @@ impl PyScanner {
         let held = super::held::Held::new(&buf)?;
         let buf = held.bytes(py);
         check_off(off, buf.len())?;
-        let mut mask = [false; 256];
-        for (m, t) in mask.iter_mut().zip(types) {
-            *m = *t != 0;
-        }
+        let mask: [bool; 256] = std::array::from_fn(|t| types.get(t).is_some_and(|b| *b != 0));
         let inner = &mut self.inner;
         let (offs, stop, err) = py.detach(|| inner.walk(buf, off, base, &mask));
         Ok(WalkResult {
