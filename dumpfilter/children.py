@@ -29,7 +29,6 @@ def dies_with_parent(sig: int = signal.SIGKILL) -> Callable[[], None] | None:
     *thread* that forked the child ends, not the process: asked only from the main thread. A
     JVM is given SIGTERM, which runs its shutdown hooks (Spark's remove its spark-* directories).
     The setting survives exec (spark-submit's scripts exec the JVM in the same process), not fork."""
-    ok = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
-    if not ok:
+    if not sys.platform.startswith("linux") or threading.current_thread() is not threading.main_thread():
         return None
     return _die_with_parent if sig == signal.SIGKILL else functools.partial(_die_with_parent, sig)

@@ -115,20 +115,28 @@ def dumpfilter_binlog(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
+@contextlib.contextmanager
+def _factory(name: str, stop: Callable[[Any], None], *, start: bool = True) -> Iterator[Callable[..., Any]]:
+    """A fixture's factory of the harness class `name` (the harness imported at its first call):
+    each one it makes is started (with `start`), and stopped by `stop` when the test ends."""
+    made: list[Any] = []
+
+    def make(*args: Any, **options: Any) -> Any:
+        import dumpfilter.harness
+
+        item = getattr(dumpfilter.harness, name)(*args, **options)
+        made.append(item)
+        return item.start() if start else item
+
+    with _sigterm_tears_down(made, stop):
+        yield make
+
+
 @pytest.fixture
 def dumpfilter_master() -> Iterator[Callable[..., Master]]:
     """Factory: `dumpfilter_master(binlog_dir, listen="127.0.0.1:0", policy=None,
     mysql_listen=None, ...)` -> a started `Master`, stopped when the test ends."""
-    masters: list[Master] = []
-
-    def make(binlog_dir: str | Path, **options: Any) -> Master:
-        from dumpfilter.harness import Master
-
-        master = Master(binlog_dir, **options)
-        masters.append(master)
-        return master.start()
-
-    with _sigterm_tears_down(masters, lambda master: master.stop()):
+    with _factory("Master", lambda master: master.stop()) as make:
         yield make
 
 
@@ -137,16 +145,7 @@ def dumpfilter_slave() -> Iterator[Callable[..., Slave]]:
     """Factory: `dumpfilter_slave(master, ["replicate-do-db=db1"], skip_policy=..., server_id=...,
     relay_dir=..., user=..., password=...)` -> a `Slave` (not started: `catch_up()` or `start()`),
     stopped and its temporary relay log removed when the test ends."""
-    slaves: list[Slave] = []
-
-    def make(master: Master | str, rules: Any = None, **options: Any) -> Slave:
-        from dumpfilter.harness import Slave
-
-        slave = Slave(master, rules, **options)
-        slaves.append(slave)
-        return slave
-
-    with _sigterm_tears_down(slaves, lambda slave: slave.close()):
+    with _factory("Slave", lambda slave: slave.close(), start=False) as make:
         yield make
 
 
@@ -160,12 +159,5 @@ def dumpfilter_replica() -> Iterator[Callable[..., Replica]]:
 
     if not Replica.available():
         pytest.skip(MARIADB_MISSING)
-    replicas: list[Replica] = []
-
-    def make(master: Master, rules: Any = None, *, port: int | None = None, **options: Any) -> Replica:
-        replica = Replica(master, rules, port=port, **options)
-        replicas.append(replica)
-        return replica.start()
-
-    with _sigterm_tears_down(replicas, lambda replica: replica.stop()):
+    with _factory("Replica", lambda replica: replica.stop()) as make:
         yield make

@@ -283,15 +283,8 @@ def _with_placeholders(events: list[Event], kept: dict[int, Event]) -> list[Even
     replaced by a RAND placeholder with the original log_pos."""
     from dumpfilter.rules.transaction_filter import is_framing
 
-    out = []
-    for event in events:
-        if event.pos in kept:
-            out.append(kept[event.pos])
-        elif is_framing(event):
-            out.append(event)
-        else:
-            out.append(placeholder(event))
-    return fix_transaction_length(out)
+    return fix_transaction_length([kept[event.pos] if event.pos in kept else event if is_framing(event)
+                                   else placeholder(event) for event in events])
 
 
 def replica_placeholder(rand: Event, *, server_id: int) -> Event | None:

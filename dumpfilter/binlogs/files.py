@@ -60,20 +60,12 @@ def file_error(exc: OSError, path: str | os.PathLike[str], what: str = "a binlog
     BinlogError (the stream that meets it stops, as MySQL's dump thread does with error 1236),
     but for a process out of file descriptors, which a retry may get past."""
     name = str(path)
-    code = exc.errno
-    if code in (errno.EMFILE, errno.ENFILE):
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
         return ExternalError(f"{name}: cannot open: too many open files (the process's limit: ulimit -n)")
-    if code == errno.ENOENT:
-        return BinlogError("no such file", path=name)
-    if code in (errno.EACCES, errno.EPERM):
-        return BinlogError("permission denied", path=name)
-    if code == errno.ELOOP:
-        return BinlogError("too many levels of symbolic links (a symlink loop)", path=name)
-    if code == errno.EISDIR:
-        return BinlogError(f"is a directory, not {what}", path=name)
-    if code == errno.ENXIO:
-        return BinlogError(f"is a socket or a device, not {what}", path=name)
-    return BinlogError(f"cannot read: {exc.strerror or exc}", path=name)
+    message = {errno.ENOENT: "no such file", errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+               errno.ELOOP: "too many levels of symbolic links (a symlink loop)",
+               errno.EISDIR: f"is a directory, not {what}", errno.ENXIO: f"is a socket or a device, not {what}"}
+    return BinlogError(message.get(exc.errno or 0, f"cannot read: {exc.strerror or exc}"), path=name)
 
 
 def naming(exc: BinlogError, path: str | os.PathLike[str]) -> BinlogError:
@@ -405,8 +397,7 @@ def binlog_paths(target: str | os.PathLike[str]) -> list[Path]:
 def distinct_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """`paths` as Paths, each file once: a file given twice (by the same or another name, a
     symbolic or hard link) would be read twice, its transactions written or counted twice."""
-    out: list[Path] = []
-    seen: dict[object, Path] = {}
+    seen: dict[object, Path] = {}  # each file's first path, in order
     for path in map(Path, paths):
         try:
             st = os.stat(path)
@@ -418,8 +409,7 @@ def distinct_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             also = "" if first == path else f" (also as {first})"
             raise BinlogError(f"binlog file given twice{also}", path=str(path))
         seen[key] = path
-        out.append(path)
-    return out
+    return list(seen.values())
 
 
 def input_paths(targets: Iterable[str | os.PathLike[str]]) -> list[Path]:

@@ -47,8 +47,7 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.binlogs.files import distinct_paths, file_error, open_binlog
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
 from dumpfilter.rules.walk_driver import Driver
-from dumpfilter.rules.transaction_filter import (EMPTIED, KEPT, PARTIAL, PASSED, SKIPPED, FilterResult,
-                                            TransactionFilter)
+from dumpfilter.rules.transaction_filter import KEPT, PASSED, FilterResult, TransactionFilter
 from dumpfilter.binlogs.background import ReadAhead
 from dumpfilter.binlogs.sinks import Sink
 
@@ -103,14 +102,7 @@ class FilterStats:
             self.control_events += result.events_in
             return
         self.transactions_in += 1
-        if outcome == KEPT:
-            self.kept += 1
-        elif outcome == PARTIAL:
-            self.partial += 1
-        elif outcome == EMPTIED:
-            self.emptied += 1
-        elif outcome == SKIPPED:
-            self.skipped += 1
+        setattr(self, outcome, getattr(self, outcome) + 1)  # KEPT, PARTIAL, EMPTIED, SKIPPED: the fields' names
 
     def add_assembled(self, c: AssembleCounts) -> None:
         """The compiled assembly's counters (an AssembleCounts, see the core's assemble::Counts)."""

@@ -81,18 +81,17 @@ def start_file(paths: list[Path], state: GtidState) -> Path:
     GTIDs the replica lacks: they were in purged files."""
     if not paths:
         raise PositionError("no binlog files to start from")
-    lists = {}
     for path in reversed(paths):
         try:
-            before = lists[path] = file_gtid_list(path)
+            before = file_gtid_list(path)
         except (BinlogError, OSError):
-            before = lists[path] = None  # an unreadable head: the stream reports the file itself
+            before = None  # an unreadable head: the stream reports the file itself
         if before is not None and state.covers(before):
             return path
     first = paths[0]
-    # Not even the oldest file's list is covered (an empty list always is). A file without a
-    # list (a server without GTIDs) gives no answer: scan from the oldest file.
-    if lists[first] is not None:
+    # Not even the oldest file's list (`before`, the loop's last) is covered (an empty list always
+    # is). A file without a list (a server without GTIDs) gives no answer: scan from the oldest file.
+    if before is not None:
         # MariaDB's dump thread says this (gtid_find_binlog_file); our detail follows it
         lead = ("Could not find GTID state requested by slave in any binlog files. Probably the slave state is too "
                 "old and required binlog files have been purged. ") if state.limits is not None else ""

@@ -124,10 +124,7 @@ class BinlogSeriesWriter:
         self._file = file = open(self.directory / name, "wb")
         self.writer = writer = BinlogWriter(file, fde_for_new_file(self.fde, first=not self.names),
                                             renumber_positions=self.renumber_positions)
-        if self.flavor == "mariadb":
-            writer.write_gtid_list(self.gtids.mariadb)
-        else:
-            writer.write_previous_gtids(self.gtids.mysql)
+        writer.write_gtid_state(self.gtids.mariadb if self.flavor == "mariadb" else self.gtids.mysql)
         self.names.append(name)
         self._framed_at = writer.position
         write_index(self.directory / f"{self.basename}.index", self.names)

@@ -90,11 +90,7 @@ class FormatDescription:
         if header_len != HEADER_LEN:
             raise BinlogError(f"common header length {header_len} is not 19", path=path, offset=offset)
         server_version = version_raw.split(b"\0", 1)[0].decode("ascii", "replace")
-        start = HEADER_LEN + _FDE_FIXED.size
-        if is_checksum_aware(server_version):
-            checksum_alg = raw[-CHECKSUM_LEN - 1]
-            post_header_lens = raw[start : len(raw) - CHECKSUM_LEN - 1]
-        else:
-            checksum_alg = None
-            post_header_lens = raw[start:]
-        return cls(server_version, created, bytes(post_header_lens), checksum_alg, bytes(raw))
+        aware = is_checksum_aware(server_version)
+        end = len(raw) - CHECKSUM_LEN - 1 if aware else len(raw)  # (the algorithm's byte, then the CRC)
+        return cls(server_version, created, bytes(raw[HEADER_LEN + _FDE_FIXED.size : end]), raw[end] if aware else None,
+                   bytes(raw))

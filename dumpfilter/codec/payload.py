@@ -40,13 +40,11 @@ def repack_payload(event: Event, inner: list[Event]) -> Event:
     """A new Transaction_payload holding `inner`, compressed as the original was."""
     fields, _ = event.transaction_payload
     compression = fields.get(COMPRESSION_TYPE, NONE)
-    plain = b"".join(e.raw for e in inner)
+    data = plain = b"".join(e.raw for e in inner)
     if compression == ZSTD:
         import zstandard  # only for a compressed payload: not every run of the codec loads it
 
         data = zstandard.ZstdCompressor().compress(plain)
-    else:
-        data = plain
 
     def field(kind: int, value: int) -> bytes:
         encoded = encode_lenenc(value)

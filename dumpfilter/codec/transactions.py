@@ -66,9 +66,7 @@ def general_verb(sql: str) -> str:
 
 def _is_begin(sql: str) -> bool:
     verb = statement_verb(sql)
-    if verb == "BEGIN":
-        return True
-    return verb == "XA" and sql.split()[1].upper() == "START" if len(sql.split()) > 1 else False
+    return verb == "BEGIN" or verb == "XA" and sql.upper().split()[1:2] == ["START"]
 
 
 def _is_end(sql: str) -> bool:
@@ -76,7 +74,7 @@ def _is_end(sql: str) -> bool:
     if verb in ("COMMIT", "ROLLBACK"):
         # "ROLLBACK TO SAVEPOINT" stays inside the transaction.
         return "TO" not in sql.upper().split()[1:2]
-    return verb == "XA" and len(sql.split()) > 1 and sql.split()[1].upper() == "PREPARE"
+    return verb == "XA" and sql.upper().split()[1:2] == ["PREPARE"]
 
 
 @dataclass

@@ -98,11 +98,12 @@ class BinlogWriter:
     def stop(self) -> None:
         self.write(self._control(EventType.STOP, b""))
 
-    def write_previous_gtids(self, gtid_set: gtids.MysqlGtidSet) -> None:
-        self.write(self._control(EventType.PREVIOUS_GTIDS, gtid_set.encode()).with_header(flags=0x80))
-
-    def write_gtid_list(self, gtid_list: gtids.MariadbGtidList) -> None:
-        self.write(self._control(EventType.MARIADB_GTID_LIST, gtid_list.encode()))
+    def write_gtid_state(self, state: gtids.MysqlGtidSet | gtids.MariadbGtidList) -> None:
+        """A file's GTID state after its FDE: MySQL's Previous_GTIDs or MariaDB's Gtid_list."""
+        if isinstance(state, gtids.MysqlGtidSet):
+            self.write(self._control(EventType.PREVIOUS_GTIDS, state.encode()).with_header(flags=0x80))
+        else:
+            self.write(self._control(EventType.MARIADB_GTID_LIST, state.encode()))
 
 
 class GtidTracker:

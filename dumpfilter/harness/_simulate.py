@@ -23,6 +23,11 @@ def _topology(topology: str | os.PathLike[str] | None) -> Topology | None:
     return load_topology(topology)
 
 
+# SimulatedSlave's fields that report.json's slave rows hold under the same names
+_COPIED = ("server_id", "skip_policy", "events_all", "bytes_all", "events_sent", "bytes_sent", "saved_bytes",
+           "transactions_kept", "transactions_partial", "transactions_skipped", "empty_transactions", "verified")
+
+
 def simulate(topology: str | os.PathLike[str] | None = None, *, out: str | os.PathLike[str] | None = None,
              verify: bool = False, listen: str = "127.0.0.1:0",
              keep_work: str | os.PathLike[str] | None = None) -> Simulation:
@@ -34,14 +39,7 @@ def simulate(topology: str | os.PathLike[str] | None = None, *, out: str | os.Pa
     result = run_simulation(_topology(topology), Path(out) if out is not None else None, verify=verify,
                             console=Console(quiet=True), progress=False,
                             keep_work=Path(keep_work) if keep_work is not None else None, listen=listen)
-    rows = []
-    for row in result.report["slaves"]:
-        lint = row.get("lint") or {}  # lint_process: {"breaks": how many, "first": the first one's JSON}
-        rows.append(SimulatedSlave(
-            name=row["slave"], server_id=row["server_id"], skip_policy=row["skip_policy"],
-            events_all=row["events_all"], bytes_all=row["bytes_all"], events_sent=row["events_sent"],
-            bytes_sent=row["bytes_sent"], saved_bytes=row["saved_bytes"],
-            transactions_kept=row["transactions_kept"], transactions_partial=row["transactions_partial"],
-            transactions_skipped=row["transactions_skipped"], empty_transactions=row["empty_transactions"],
-            verified=row["verified"], lint_breaks=int(lint.get("breaks", 0)), bytes_per_skip_policy=dict(row["policies"])))
+    rows = [SimulatedSlave(row["slave"], **{key: row[key] for key in _COPIED},
+                           lint_breaks=int((row.get("lint") or {}).get("breaks", 0)),  # lint_process's {"breaks": n}
+                           bytes_per_skip_policy=dict(row["policies"])) for row in result.report["slaves"]]
     return Simulation(tuple(rows), result.ok, tuple(result.paths), result.report)

@@ -47,10 +47,8 @@ class RelayLog:
 
     def events(self) -> Iterator[Event]:
         """Every event of the relay log, in order (bounded memory; `dumpfilter.codec.Event`)."""
-        if not self.paths:
-            return
-        for _file, event in TailingReader(self.directory):
-            yield event
+        if self.paths:
+            yield from (event for _file, event in TailingReader(self.directory))
 
     def transactions(self) -> Iterator[Transaction]:
         """The relay log's transactions in order (`dumpfilter.codec.Transaction`), each event
@@ -116,10 +114,9 @@ class Slave:
 
     def start(self) -> Slave:
         """Stream in the background (following new binlog) until `stop()`; returns self."""
-        if self.running:
-            return self
-        self._error = None
-        self._launch(until_caught_up=False)
+        if not self.running:
+            self._error = None
+            self._launch(until_caught_up=False)
         return self
 
     def wait_caught_up(self, timeout: float = 60.0) -> Received:

@@ -69,8 +69,7 @@ class StoppableSlave(_InternalSlave):
             raise _Stopped
         super()._batch(batch)
         with self.changed:
-            if batch.caught_up:
-                self.caught_up_batches += 1
+            self.caught_up_batches += batch.caught_up
             self.changed.notify_all()
 
     def request_stop(self) -> None:

@@ -87,8 +87,7 @@ class FilterRegistry:
                 channel.entries[rule_type] = FilterEntry(rules, ConfiguredBy.STARTUP_OPTIONS_FOR_CHANNEL, now)
         if name not in GROUP_REPLICATION_CHANNELS:
             for rule_type, entry in self.global_entries.items():
-                if rule_type not in channel.entries:
-                    channel.entries[rule_type] = entry.copy(now)
+                channel.entries.setdefault(rule_type, entry.copy(now))
         self.channels[name] = channel
         return channel
 

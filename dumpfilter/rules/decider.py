@@ -95,14 +95,8 @@ def gate_statement(decision: Decision, gate: Gate, sql: str, current_db: str | N
     if verdict is ALLOWED:
         return decision
     if verdict is UNANALYSED:
-        return dataclasses.replace(
-            decision, apply=False, rule=MASTER_POLICY_RULE,
-            reason="master policy: the statement could not be analysed, so it is not sent",
-            counted=decision.counted + (MASTER_POLICY, MASTER_POLICY_UNANALYSED))
-    return dataclasses.replace(
-        decision, apply=False, rule=MASTER_POLICY_RULE,
-        reason="master policy: the statement touches data outside what this slave may receive",
-        counted=decision.counted + (MASTER_POLICY,))
+        return _refused(decision, "the statement could not be analysed, so it is not sent", MASTER_POLICY_UNANALYSED)
+    return _refused(decision, "the statement touches data outside what this slave may receive")
 
 
 def gate_table(decision: Decision, gate: Gate, db: str, table: str) -> Decision:
@@ -110,9 +104,13 @@ def gate_table(decision: Decision, gate: Gate, db: str, table: str) -> Decision:
     names what may leave the master)."""
     if not decision.apply or gate.table_allowed(db, table):
         return decision
-    return dataclasses.replace(decision, apply=False, rule=MASTER_POLICY_RULE,
-                               reason=f"master policy: {db}.{table} is not allowed to this slave",
-                               counted=decision.counted + (MASTER_POLICY,))
+    return _refused(decision, f"{db}.{table} is not allowed to this slave")
+
+
+def _refused(decision: Decision, reason: str, *hits: str) -> Decision:
+    """`decision` refused by the gate: its `counted` gains MASTER_POLICY and `hits`."""
+    return dataclasses.replace(decision, apply=False, rule=MASTER_POLICY_RULE, reason=f"master policy: {reason}",
+                               counted=(*decision.counted, MASTER_POLICY, *hits))
 
 
 class Gated(Decider):

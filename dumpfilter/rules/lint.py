@@ -284,11 +284,8 @@ class Linter(ReplicaServer):
             self.absent_dbs.setdefault(name, cause)
             self.extra_dbs.pop(name, None)
         elif kind is Kind.DROP_DB and info.db_statement_name:
-            name = info.db_statement_name
-            if name in self.absent_dbs:
-                self.absent_dbs.pop(name)
-            else:
-                self.extra_dbs[name] = cause
+            if self.absent_dbs.pop(info.db_statement_name, _NONE) is _NONE:  # else: gone on both sides
+                self.extra_dbs[info.db_statement_name] = cause
         elif kind in (Kind.CREATE_TABLE, Kind.CREATE_VIEW) and info.updated:
             ref = info.updated[0]
             if info.temporary:
@@ -302,23 +299,16 @@ class Linter(ReplicaServer):
             self.extra_tables.pop(ref, None)
         elif kind in (Kind.DROP_TABLE, Kind.DROP_VIEW):
             for primary_ref, ref in zip(primary_info.updated, info.updated):
-                if info.temporary or self._is_temp(thread, primary_ref):
-                    continue
-                if ref in self.absent_tables:
-                    self.absent_tables.pop(ref)
-                else:
+                if not (info.temporary or self._is_temp(thread, primary_ref)) and \
+                        self.absent_tables.pop(ref, _NONE) is _NONE:
                     self.extra_tables[ref] = cause
         elif kind is Kind.RENAME_TABLE:
             before, after = _rename_net(info.renames)
             for ref in before - after:  # gone on the primary, still on the replica
-                if ref in self.absent_tables:
-                    self.absent_tables.pop(ref)
-                else:
+                if self.absent_tables.pop(ref, _NONE) is _NONE:
                     self.extra_tables[ref] = cause
             for ref in after - before:  # made on the primary only
-                if ref in self.extra_tables:
-                    self.extra_tables.pop(ref)
-                else:
+                if self.extra_tables.pop(ref, _NONE) is _NONE:
                     self.absent_tables.setdefault(ref, cause)
         elif kind is Kind.ALTER_TABLE and info.updated:
             ref = info.updated[0]
@@ -381,6 +371,7 @@ class Linter(ReplicaServer):
 # DDL); TABLE_DDL_KINDS' changes stay with the tables they name (`Linter._touch`).
 _STATELESS = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.UPDATE_MULTI, Kind.DELETE, Kind.DELETE_MULTI,
                         Kind.LOAD_DATA, Kind.TABLE_MAINTENANCE, Kind.ACCOUNT, Kind.SET, Kind.TRANSACTION})
+_NONE = object()  # dict.pop's default: a record whose value (a Cause) may be None was not there
 _KEYED = frozenset({Kind.INSERT, Kind.REPLACE, Kind.UPDATE, Kind.DELETE})  # the kinds `key_verdict` answers
 
 

@@ -126,11 +126,11 @@ def _read_into(path: Path, groups: tuple[str, ...], options: list[tuple[str, str
             # a file that is not my.cnf syntax is told, not read as no rules.
             if in_group is None:
                 raise RuleError(f"{path}:{number}: {line[:60]!r} comes before any [group] header: not my.cnf syntax")
-            key, value = _parse_option_line(line)
+            key, _, value = (part.strip() for part in line.partition("="))
             if not _OPTION_NAME.fullmatch(key):
                 raise RuleError(f"{path}:{number}: {key[:60]!r} is not an option name: not my.cnf syntax")
             if in_group:
-                options.append((key, value, f"{path}:{number}"))
+                options.append((key, _parse_value(value), f"{path}:{number}"))
 
 
 def _follow_directive(path: Path, number: int, line: str, groups: tuple[str, ...],
@@ -147,14 +147,6 @@ def _follow_directive(path: Path, number: int, line: str, groups: tuple[str, ...
             _read_into(included, groups, options, depth + 1)
     else:
         raise RuleError(f"{path}:{number}: unknown directive {directive!r}")
-
-
-def _parse_option_line(line: str) -> tuple[str, str]:
-    key, has_value, value = line.partition("=")
-    key = key.strip()
-    if not has_value:
-        return key, ""
-    return key, _parse_value(value.strip())
 
 
 def _parse_value(value: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from dumpfilter.codec import Event, EventType
+from dumpfilter.codec import Event
 from dumpfilter.codec.rename import rewrite_event
 from dumpfilter.rules.ruleset import RuleSet, Settings
 
@@ -60,12 +60,7 @@ class AppliedNames:
 
     def learn(self, events: list[Event]) -> None:
         for event in events:
-            if event.is_query:
-                db = event.db
-            elif event.type_code == EventType.TABLE_MAP:
-                db = event.table_map[1]
-            else:
-                continue
+            db = event.db  # a Query's default database or a Table_map's; None for any other event
             if not db:
                 continue
             raw = db.encode("utf-8", "surrogateescape")

@@ -130,12 +130,8 @@ class RuleSet:
 
     def option_lines(self) -> list[str]:
         """mysqld-style `name=value` lines (one rule a line) for the replicate-* and binlog-* rules."""
-        lines = []
-        for rule_type in REPLICATE_TYPES + BINLOG_TYPES:
-            for value in getattr(self, rule_type):
-                text = f"{value[0]}->{value[1]}" if rule_type in PAIR_TYPES else value
-                lines.append(f"{option_name(rule_type)}={text}")
-        return lines
+        return [f"{option_name(rule_type)}=" + (f"{value[0]}->{value[1]}" if rule_type in PAIR_TYPES else value)
+                for rule_type in REPLICATE_TYPES + BINLOG_TYPES for value in getattr(self, rule_type)]
 
     def lines(self) -> list[str]:
         """`option_lines()`, then the WL#2516 patterns as DO=/IGNORE=/REWRITE= lines."""

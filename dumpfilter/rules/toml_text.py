@@ -30,35 +30,19 @@ def loads(text: str, name: str, error: type[InvalidArgumentError] = InvalidArgum
 
 
 def _deepest_line(text: str) -> int:
-    """The line where the nesting of `[` and `{` outside strings and comments first goes deepest
-    (an estimate of where the parse gave up: good enough to find it in an editor)."""
+    """The line where the nesting of `[` and `{` outside strings and comments (`_TOKEN`'s) first goes
+    deepest (an estimate of where the parse gave up: good enough to find it in an editor)."""
     depth = best = 0
     line = best_line = 1
-    quote = ""
-    comment = False
-    for char in text:
-        if char == "\n":
-            line += 1
-            comment = False
-            if quote in ('"', "'"):
-                quote = ""
-            continue
-        if comment:
-            continue
-        if quote:
-            if char == quote:
-                quote = ""
-            continue
-        if char in "\"'":
-            quote = char
-        elif char == "#":
-            comment = True
-        elif char in "[{":
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
             depth += 1
             if depth > best:
                 best, best_line = depth, line
-        elif char in "]}":
+        elif token in ("]", "}"):
             depth -= 1
+        line += token.count("\n")
     return best_line
 
 
