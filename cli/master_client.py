@@ -12,7 +12,7 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dumpfilter.cli.options import seconds_in
+from dumpfilter.cli.options import seconds_in, whole_in
 
 if TYPE_CHECKING:
     from dumpfilter.v1 import dump_pb2
@@ -179,14 +179,5 @@ def _cell(value: object) -> str:
 
 
 MAX_SERVER_ID = 2**32 - 1  # server_id is a 32-bit unsigned variable in mysqld
-
-
-def server_id_type(text: str) -> int:
-    """argparse type for --server-id: 1..4294967295, as mysqld accepts for a replica."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 1 <= value <= MAX_SERVER_ID:
-        raise argparse.ArgumentTypeError(f"{text} is out of range: a server_id is 1 to {MAX_SERVER_ID}")
-    return value
+# argparse type for --server-id: 1..4294967295, as mysqld accepts for a replica.
+server_id_type = whole_in(1, MAX_SERVER_ID, "a number", "a server_id")

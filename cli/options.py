@@ -72,6 +72,24 @@ def seconds_in(low: float, high: float) -> Callable[[str], Any]:
     return number_in(low, high, what="a number of seconds")
 
 
+def whole_in(low: int, high: int, noun: str, what: str) -> Callable[[str], int]:
+    """A whole number from `low` to `high`, refused in mysqld's words: "'x' is not NOUN", "N is
+    out of range: WHAT is LOW to HIGH"."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: {what} is {low} to {high}")
+        return value
+
+    return parse
+
+
+port_type = whole_in(0, 65535, "a port number", "a TCP port")
+
+
 def size_in(low: int, high: int) -> Callable[[str], Any]:
     """A byte count from `low` to `high`: 1048576, 1024K, 1M, 1G, as mysqld reads one."""
     def parse(text: str) -> int:

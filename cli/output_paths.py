@@ -32,9 +32,9 @@ def temp_beside(directory: str | os.PathLike[str], prefix: str, suffix: str = ""
     raise FileExistsError(f"no free temporary name in {directory}")
 
 
-def _cannot_write(directory: Path, make: bool = True) -> str | None:
-    """Why no file can be written in DIR once it is made (with its parents; `make` False: DIR must
-    exist already), or None."""
+def _check_writable(directory: Path, label: str, make: bool = True) -> None:
+    """`label: cannot write there: why` (OutputError) when no file can be written in DIR once it is
+    made (with its parents; `make` False: DIR must exist already)."""
     try:
         if make:
             directory.mkdir(parents=True, exist_ok=True)
@@ -43,16 +43,13 @@ def _cannot_write(directory: Path, make: bool = True) -> str | None:
         os.unlink(probe)
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and Path(exc.filename) != directory else ""
-        return (exc.strerror or str(exc)) + where
-    return None
+        raise OutputError(f"{label}: cannot write there: {exc.strerror or exc}{where}") from None
 
 
 def writable_dir(path: str | os.PathLike[str], option: str = "--out") -> Path:
     """Create DIR (and its parents) and prove a file can be written in it."""
     directory = Path(path)
-    reason = _cannot_write(directory)
-    if reason:
-        raise OutputError(f"{option} {directory}: cannot write there: {reason}")
+    _check_writable(directory, f"{option} {directory}")
     return directory
 
 
@@ -110,9 +107,7 @@ def writable_file(path: str | os.PathLike[str], option: str = "--out") -> Path:
     if target.is_dir():
         raise OutputError(f"{option} {target}: is a directory")
     missing_parent(target, option)
-    reason = _cannot_write(target.parent, make=False)
-    if reason:
-        raise OutputError(f"{option} {target}: cannot write there: {reason}")
+    _check_writable(target.parent, f"{option} {target}", make=False)
     return target
 
 

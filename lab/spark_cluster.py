@@ -56,11 +56,9 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.port}"
 
     def _env(self) -> dict[str, str]:
-        home = spark_home()
-        env = dict(os.environ)
-        env.update({"SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(self.dir / "logs"),
-                    "SPARK_WORKER_DIR": str(self.dir / "work"), "SPARK_NO_DAEMONIZE": "1"})
-        return env
+        return {**os.environ, "SPARK_HOME": str(spark_home()), "SPARK_LOCAL_IP": "127.0.0.1",
+                "SPARK_LOG_DIR": str(self.dir / "logs"), "SPARK_WORKER_DIR": str(self.dir / "work"),
+                "SPARK_NO_DAEMONIZE": "1"}
 
     def _spawn(self, name: str, *args: str) -> None:
         log = open(self.dir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process, in stop()

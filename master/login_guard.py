@@ -169,6 +169,14 @@ def address_key(address: str) -> str:
     return str(ip)
 
 
+def _newest(recent: OrderedDict[str, Any], key: str, value: Any, most: int = MAX_KEYS) -> None:
+    """`recent[key] = value` as its newest entry; the oldest past `most` are forgotten."""
+    recent.pop(key, None)
+    recent[key] = value
+    while len(recent) > most:
+        recent.popitem(last=False)
+
+
 @dataclass
 class _Key:
     failures: int = 0
@@ -201,9 +209,7 @@ class _Backoff:
         elif n > limits.free_failures:
             doublings = min(n - limits.free_failures - 1, 64)   # 2 ** 64 s is past any max_delay
             state.not_before = now + min(limits.max_delay, limits.first_delay * 2 ** doublings)
-        self.keys[key] = state
-        while len(self.keys) > MAX_KEYS:
-            self.keys.popitem(last=False)
+        _newest(self.keys, key, state)
 
     def cleared(self, key: str) -> None:
         self.keys.pop(key, None)
@@ -414,18 +420,12 @@ class LoginGuard:
             self.checks["pool"] += 1
         return ok
 
-    def _remember(self, connection: str, state: str) -> None:
-        if connection:
-            self._connections.pop(connection, None)
-            self._connections[connection] = state
-            while len(self._connections) > MAX_KEYS:
-                self._connections.popitem(last=False)
-
     def failed(self, address: str, name: str, known: bool, connection: str = "") -> None:
         key = address_key(address) if address else ""
         with self._lock:
             now = self.clock()
-            self._remember(connection, FAILED)
+            if connection:
+                _newest(self._connections, connection, FAILED)
             self.failed_by_identity[name if known else ""] += 1
             if key:
                 label = key if key in self.failed_by_address or len(self.failed_by_address) < MAX_ADDRESS_LABELS \
@@ -439,7 +439,8 @@ class LoginGuard:
         key = address_key(address) if address else ""
         with self._lock:
             now = self.clock()
-            self._remember(connection, name)
+            if connection:
+                _newest(self._connections, connection, name)
             # A key backing off is not cleared: a flood over connections that failed already would
             # get its free failures again at each of the slave's logins (its fresh connections take
             # their turns instead, and a connection that logged in skips the back-off).
@@ -448,14 +449,9 @@ class LoginGuard:
             if key:
                 if not self._addresses.wait(key, now):
                     self._addresses.cleared(key)
-                mine = self._trusted.pop(name, None) or OrderedDict()
-                mine.pop(key, None)
-                mine[key] = None
-                while len(mine) > TRUSTED_PER_IDENTITY:
-                    mine.popitem(last=False)
-                self._trusted[name] = mine
-                while len(self._trusted) > MAX_KEYS:
-                    self._trusted.popitem(last=False)
+                mine = self._trusted.get(name) or OrderedDict()
+                _newest(mine, key, None, TRUSTED_PER_IDENTITY)
+                _newest(self._trusted, name, mine)
 
     def snapshot(self) -> dict[str, Any]:
         """The counts /metrics shows, taken under the lock."""

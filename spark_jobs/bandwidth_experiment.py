@@ -243,13 +243,10 @@ def table_rows(topology: Topology, gates: Sequence[Gate | None], totals: list[Sl
 
 
 def rows_for(topology: Topology, totals: list[SlaveCounts]) -> list[dict[str, Any]]:
-    rows = []
-    for slave, counts in zip(topology.slaves, totals):
-        row = counts.as_row()
-        row.update(server_id=slave.server_id, filter_semantics=slave.settings.semantics,
-                   skip_policy=slave.skip_policy, rules="; ".join(slave.rule_text))
-        rows.append({key: row[key] for key in COLUMNS})
-    return rows
+    rows = (counts.as_row() | {"server_id": slave.server_id, "filter_semantics": slave.settings.semantics,
+                               "skip_policy": slave.skip_policy, "rules": "; ".join(slave.rule_text)}
+            for slave, counts in zip(topology.slaves, totals))
+    return [{key: row[key] for key in COLUMNS} for row in rows]
 
 
 def write_report(rows: list[dict[str, Any]], out: Path, fmt: str = "csv", source: str = "", charts: bool = True) -> list[Path]:
@@ -401,9 +398,7 @@ def rank_candidates(candidates: Sequence[SlaveSpec], totals: Sequence[SlaveCount
                      "bytes_saved": row["saving_bytes"], "saving_pct": row["saving_pct"],
                      "events_sent": row["events_sent"], "lint": verdict, "diverges": n, "stops": stop})
     rows.sort(key=lambda r: (bool(r["diverges"]), r["stops"], -r["bytes_saved"], r["candidate"]))
-    for rank, row in enumerate(rows, 1):
-        row["rank"] = rank
-    return [{key: row[key] for key in CANDIDATE_COLUMNS} for row in rows]
+    return [{key: rank if key == "rank" else row[key] for key in CANDIDATE_COLUMNS} for rank, row in enumerate(rows, 1)]
 
 
 def _write_table(rows: Sequence[Mapping[str, Any]], columns: list[str], path: Path, fmt: str) -> Path:

@@ -78,16 +78,14 @@ def describe(event: Event, table_names: dict[int, tuple[str, str]]) -> dict[str,
            "db": None, "table": None, "sql": None, "gtid": None}
     t = event.type_code
     if event.is_query:
-        row["db"] = event.db
-        row["sql"] = event.sql
+        row.update(db=event.db, sql=event.sql)
     elif t == EventType.TABLE_MAP:
         table_id, db, table = event.table_map
         table_names[table_id] = (db, table)
         row.update(db=db, table=table, table_id=table_id)
     elif event.is_rows:
-        row["table_id"] = event.table_id
         names: tuple[str | None, str | None] = table_names.get(event.table_id, (None, None))
-        row.update(db=names[0], table=names[1])
+        row.update(db=names[0], table=names[1], table_id=event.table_id)
     elif event.is_gtid:
         row["gtid"] = event.gtid
     elif t in (EventType.ANNOTATE_ROWS, EventType.ROWS_QUERY):

@@ -10,8 +10,8 @@ import sys
 import threading
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import (add_json_option, check_side_files, count_in, emit_json, number_in, seconds_in,
-                                    side_file, size_in)
+from dumpfilter.cli.options import (add_json_option, check_side_files, count_in, emit_json, number_in, port_type,
+                                    seconds_in, side_file, size_in)
 from dumpfilter.cli.process import StopSignals, Terminated, raise_open_files_limit
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
@@ -37,16 +37,6 @@ if TYPE_CHECKING:
 
 
 SOURCE_PASSWORD_ENV = "DUMPFILTER_SOURCE_PASSWORD"
-
-
-def port_type(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{text} is out of range: a TCP port is 0 to 65535")
-    return value
 
 
 # --mysql-* limits of the MySQL endpoint: (option, EndpointLimits field, type, help)

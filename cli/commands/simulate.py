@@ -57,9 +57,8 @@ class _ConsoleLog(logging.Handler):
 
 
 def run(args: argparse.Namespace) -> int:
-    from dumpfilter.lab.simulate.report import summary_line
     from dumpfilter.lab.simulate.orchestration import default_topology_text, print_verification, run_simulation
-    from dumpfilter.lab.simulate.report import print_report
+    from dumpfilter.lab.simulate.report import print_report, summary_line
 
     if args.print_default_topology:
         sys.stdout.write(default_topology_text())

@@ -9,13 +9,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dumpfilter.cli.options import add_json_option, count_in, emit_json, seconds_in, side_file, size_in
+from dumpfilter.cli.options import add_json_option, count_in, emit_json, port_type, seconds_in, side_file, size_in
 from dumpfilter.cli.master_client import add_connection_options, server_id_type
 from dumpfilter.cli.process import terminate, tune_allocator
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.rules.options import add_rule_options, add_schema_option, ruleset_from_args, schema_from_args
 from dumpfilter import skip_policy
-from dumpfilter.cli.commands.master import port_type
 from dumpfilter.slave.relay_log import DEFAULT_COMMIT_INTERVAL
 
 if TYPE_CHECKING:

@@ -52,8 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if args.no_spark:
             result = split_local(args.inputs, staging, config, max_size=args.max_binlog_size,
                                  verify_checksums=args.verify_checksums)  # (--chunk-bytes is Spark's tasks')
-            outputs = result.outputs
-            stats = result.stats
+            outputs, stats = result.outputs, result.stats
             extra = (f"; {stats.incomplete} incomplete unit(s) not written" if stats.incomplete else "") + \
                     (f"; {stats.dropped_units} unit(s) of no binlog dropped" if stats.dropped_units else "")
         else:

@@ -21,16 +21,11 @@ def _formats(values: list[str] | None, builtin: bool) -> list[str]:
 
     if not values:
         return list(FORMATS) if builtin else ["ROW"]
-    out = []
-    for value in values:
-        for item in value.split(","):
-            item = item.strip().upper()
-            if item == "ALL":
-                out += [f for f in FORMATS if f not in out]
-            elif item not in FORMATS:
-                raise DumpFilterError(f"--binlog-format: {item!r} is not one of ROW, STATEMENT, MIXED, all")
-            elif item not in out:
-                out.append(item)
+    out: list[str] = []
+    for item in (item.strip().upper() for value in values for item in value.split(",")):
+        if item != "ALL" and item not in FORMATS:
+            raise DumpFilterError(f"--binlog-format: {item!r} is not one of ROW, STATEMENT, MIXED, all")
+        out += [f for f in (FORMATS if item == "ALL" else (item,)) if f not in out]
     return out
 
 

@@ -89,27 +89,23 @@ def snapshot(server: MariaDBServer, *, schemas: Iterable[str] | None = None) -> 
     captured.
     """
     excluded = {s.lower() for s in SYSTEM_SCHEMAS}
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
-            all_schemas = sorted(r[0] for r in cur.fetchall())
-            if schemas is not None:
-                wanted = set(schemas)
-                names = [s for s in all_schemas if s in wanted]
-            else:
-                names = [s for s in all_schemas if s.lower() not in excluded]
-            tables: dict[tuple[str, str], TableSnapshot] = {}
-            for schema in names:
-                cur.execute(
-                    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s"
-                    " AND TABLE_TYPE IN ('BASE TABLE','SYSTEM VERSIONED') ORDER BY TABLE_NAME",
-                    (schema,),
-                )
-                for (table,) in cur.fetchall():
-                    tables[(schema, table)] = _table_snapshot(conn, schema, table)
-    finally:
-        conn.close()
+    with server.connect() as conn, conn.cursor() as cur:
+        cur.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+        all_schemas = sorted(r[0] for r in cur.fetchall())
+        if schemas is not None:
+            wanted = set(schemas)
+            names = [s for s in all_schemas if s in wanted]
+        else:
+            names = [s for s in all_schemas if s.lower() not in excluded]
+        tables: dict[tuple[str, str], TableSnapshot] = {}
+        for schema in names:
+            cur.execute(
+                "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA=%s"
+                " AND TABLE_TYPE IN ('BASE TABLE','SYSTEM VERSIONED') ORDER BY TABLE_NAME",
+                (schema,),
+            )
+            for (table,) in cur.fetchall():
+                tables[(schema, table)] = _table_snapshot(conn, schema, table)
     return Snapshot(label=server.name, schemas=tuple(names), tables=tables)
 
 
@@ -130,8 +126,7 @@ def _table_snapshot(conn: pymysql.connections.Connection[Any], schema: str, tabl
             (schema, table),
         )
         key_columns = tuple(r[0] for r in cur.fetchall())
-    total = 0
-    count = 0
+    total = count = 0
     kept: list[Row] | None = []
     import pymysql.cursors  # on first use (see sandbox.server)
 
@@ -190,10 +185,9 @@ def _row_diffs(a: TableSnapshot, b: TableSnapshot, la: str, lb: str, limit: int)
                 out.append(f"  row ({keytxt}) differs {la} -> {lb}: {changed}")
     else:
         ca, cb = Counter(a.rows), Counter(b.rows)
-        for row, n in sorted((ca - cb).items()):
-            out.append(f"  row only on {la}{f' (x{n})' if n > 1 else ''}: {_fmt_row(cols, row)}")
-        for row, n in sorted((cb - ca).items()):
-            out.append(f"  row only on {lb}{f' (x{n})' if n > 1 else ''}: {_fmt_row(cols, row)}")
+        for side, only in ((la, ca - cb), (lb, cb - ca)):
+            out += [f"  row only on {side}{f' (x{n})' if n > 1 else ''}: {_fmt_row(cols, row)}"
+                    for row, n in sorted(only.items())]
     if len(out) > limit:
         out = out[:limit] + [f"  ... and {len(out) - limit} more differing rows"]
     return out

@@ -44,12 +44,10 @@ def _table(headers: list[str], rows: list[list[Any]], numeric: Collection[int] =
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = []
     for n, row in enumerate(rows):
-        cells = []
-        for i, cell in enumerate(row):
-            raw = cell if isinstance(cell, _Raw) else _e(cell)
-            cells.append(f'<td class="num">{raw}</td>' if i in numeric else f"<td>{raw}</td>")
+        texts = (cell if isinstance(cell, _Raw) else _e(cell) for cell in row)
+        cells = "".join(f'<td class="num">{t}</td>' if i in numeric else f"<td>{t}</td>" for i, t in enumerate(texts))
         mark = row_classes[n] if row_classes else ""
-        body.append((f'<tr class="{mark}">' if mark else "<tr>") + "".join(cells) + "</tr>")
+        body.append((f'<tr class="{mark}">' if mark else "<tr>") + cells + "</tr>")
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 

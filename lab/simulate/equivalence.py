@@ -101,13 +101,9 @@ def _key(txn: Transaction) -> str:
 
 
 def _norm(events: Iterable[Event]) -> tuple[object, ...]:
-    out: list[object] = []
-    for e in events:
-        if e.type_code in GTID_EVENT_TYPES and e.type_code != EventType.MARIADB_GTID:
-            out.append(("gtid", e.type_code, e.gtid))  # transaction_length differs: see the docstring
-        else:
-            out.append(e.raw)
-    return tuple(out)
+    # (a MySQL GTID event by its GTID: its transaction_length differs, see the docstring)
+    return tuple(("gtid", e.type_code, e.gtid) if e.type_code in GTID_EVENT_TYPES
+                 and e.type_code != EventType.MARIADB_GTID else e.raw for e in events)
 
 
 def _describe(events: list[Event]) -> str:

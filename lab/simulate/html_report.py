@@ -61,8 +61,7 @@ def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
         parts.append(f'<p class="breaks-note"><span class="bad">lint: a replica with the rules of '
                      f'{_e(", ".join(diverging))} would silently diverge</span> (writes it gets wrong without '
                      "stopping: see the notes below the table).</p>")
-    for caption, path in charts.items():
-        parts.append(_image(path, caption))
+    parts += [_image(path, caption) for caption, path in charts.items()]
 
     verified = any(row.get("verified") is not None for row in report["slaves"])
     real = any(row.get("real_replica") is not None for row in report["slaves"])
@@ -99,15 +98,10 @@ def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
 
     policies = experiment["skip_policies"]
     if policies:
-        prow = []
-        for row in report["slaves"]:
-            detail = row.get("policy_bytes") or {}
-            cells = [row["slave"]]
-            for policy in policies:
-                d = detail.get(policy)
-                cells.append("-" if d is None else
-                             f"{mb(d['bytes_sent'])} = {mb(d['kept_bytes'])} kept + {mb(d['overhead_bytes'])} overhead")
-            prow.append(cells)
+        prow = [[row["slave"], *("-" if d is None else f"{mb(d['bytes_sent'])} = {mb(d['kept_bytes'])} kept + "
+                                 f"{mb(d['overhead_bytes'])} overhead"
+                                 for d in map((row.get("policy_bytes") or {}).get, policies))]
+                for row in report["slaves"]]
         parts.append("<h2>Bytes sent per skip policy (MB)</h2>")
         parts.append(_table(["slave", *policies], prow, numeric=set(range(1, len(policies) + 1)), cls="policies"))
 

@@ -81,8 +81,7 @@ def real_outcome(service: DumpService, server: MariaDBServer, server_id: int, ti
     result["rows"] = sum(t.row_count for t in snap.tables.values())
     slave = service.slaves.get(server_id)
     if slave is not None:
-        result["bytes_sent"] = slave.stats.bytes_sent
-        result["bytes_read"] = slave.stats.bytes_read
+        result.update(bytes_sent=slave.stats.bytes_sent, bytes_read=slave.stats.bytes_read)
     return result
 
 

@@ -126,14 +126,11 @@ def master_stats(address: str, server_id: int, user: str = "", password: str = "
         stub = dump_pb2_grpc.DumpFilterStub(channel)  # type: ignore[no-untyped-call]  # generated, unannotated
         reply: dump_pb2.StatsReply = stub.Stats(dump_pb2.StatsRequest(server_id=server_id), timeout=timeout,
                                                 metadata=credentials(user, password))
-    mine = [s for s in reply.slaves if s.server_id == server_id]
-    if not mine:
+    message = next((s for s in reply.slaves if s.server_id == server_id), None)
+    if message is None:
         return {}
-    message = mine[0]
-    out: dict[str, Any] = {f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields
-           if f.message_type is None}
-    out["rule_hits"] = dict(message.rule_hits)
-    return out
+    return {**{f.name: getattr(message, f.name) for f in message.DESCRIPTOR.fields if f.message_type is None},
+            "rule_hits": dict(message.rule_hits)}
 
 
 def run_streams(address: str, plans: list[StreamJob], *,

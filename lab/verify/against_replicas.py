@@ -200,23 +200,18 @@ def _server_name(text: str) -> str:
 
 def _run_script(server: MariaDBServer, statements: Sequence[_core.ScriptStatement], *, log_bin: bool, what: str) -> None:
     """Statements in order on ONE session (USE persists); stops at the first error."""
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            if not log_bin:
-                cur.execute("SET sql_log_bin=0")
-            for st in statements:
-                try:
-                    cur.execute(st.sql)
-                    while True:  # drain every result set (SELECTs, CALLs)
-                        cur.fetchall()
-                        if not cur.nextset():
-                            break
-                except Exception as exc:
-                    raise VerifyError(f"{what}, line {st.line}, failed on {server.name}: {exc}\n  {st.sql[:300]}") \
-                        from None
-    finally:
-        conn.close()
+    with server.connect() as conn, conn.cursor() as cur:
+        if not log_bin:
+            cur.execute("SET sql_log_bin=0")
+        for st in statements:
+            try:
+                cur.execute(st.sql)
+                while True:  # drain every result set (SELECTs, CALLs)
+                    cur.fetchall()
+                    if not cur.nextset():
+                        break
+            except Exception as exc:
+                raise VerifyError(f"{what}, line {st.line}, failed on {server.name}: {exc}\n  {st.sql[:300]}") from None
 
 
 @dataclass
@@ -509,13 +504,10 @@ class Verification:
 
 
 def _table_rows(ref: Snapshot, df: Snapshot) -> list[TableRow]:
-    rows = []
-    for key in sorted(ref.tables.keys() | df.tables.keys()):
-        a, b = ref.tables.get(key), df.tables.get(key)
-        rows.append(TableRow(f"{key[0]}.{key[1]}", a.row_count if a else None, b.row_count if b else None,
-                             bool(a and b and a.definition == b.definition),
-                             bool(a and b and a.content_hash == b.content_hash)))
-    return rows
+    return [TableRow(f"{key[0]}.{key[1]}", a.row_count if a else None, b.row_count if b else None,
+                     bool(a and b and a.definition == b.definition), bool(a and b and a.content_hash == b.content_hash))
+            for key in sorted(ref.tables.keys() | df.tables.keys())
+            for a, b in [(ref.tables.get(key), df.tables.get(key))]]
 
 
 def _reachable(listen: str) -> str:

@@ -154,12 +154,9 @@ def schema_marks(file: str, events: list[Event], schema_kept: frozenset[tuple[st
     events carry no position) marks the payload."""
     if not schema_kept:
         return []
-    marks = []
-    for e in events:
-        inner: Sequence[Event] = e.payload_events() if e.type_code == EventType.TRANSACTION_PAYLOAD else (e,)
-        if any(i.is_query and (i.sql, i.db) in schema_kept for i in inner):
-            marks.append((file, e.log_pos))
-    return marks
+    return [(file, e.log_pos) for e in events
+            if any(i.is_query and (i.sql, i.db) in schema_kept
+                   for i in (e.payload_events() if e.type_code == EventType.TRANSACTION_PAYLOAD else (e,)))]
 
 
 class StatementWords:

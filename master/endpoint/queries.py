@@ -272,12 +272,8 @@ class Session:
         mysql = status is not None and status[2] is not None
         columns = [("File", TYPE_VAR_STRING), ("Position", TYPE_LONGLONG), ("Binlog_Do_DB", TYPE_VAR_STRING),
                    ("Binlog_Ignore_DB", TYPE_VAR_STRING)] + ([("Executed_Gtid_Set", TYPE_VAR_STRING)] if mysql else [])
-        rows: list[list[str | int | None]] = []
-        if status is not None:
-            row: list[str | int | None] = [status[0], status[1], "", ""]
-            if mysql:
-                row.append(str(status[2]))
-            rows.append(row)
+        rows: list[list[str | int | None]] = [] if status is None else [
+            [status[0], status[1], "", "", *([str(status[2])] if mysql else [])]]
         return text_result_set(columns, rows)
 
 

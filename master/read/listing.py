@@ -74,10 +74,8 @@ class BinlogDirectory:
         i, j = names.index(start[0]), names.index(end[0])
         if i == j:
             return max(0, end[1] - start[1])
-        total = max(0, file_size(self.directory / start[0], 0) - start[1])
-        for name in names[i + 1 : j]:
-            total += max(0, file_size(self.directory / name, 0) - 4)
-        return total + max(0, end[1] - 4)
+        between = sum(max(0, file_size(self.directory / name, 0) - 4) for name in names[i + 1 : j])
+        return max(0, file_size(self.directory / start[0], 0) - start[1]) + between + max(0, end[1] - 4)
 
 
 SETTLED_NS = 1_000_000_000  # see BinlogDirectory.file_names

@@ -123,11 +123,7 @@ def merge_statements(parts: list[ChunkCounts]) -> Statements:
     out: Statements = {}
     for part in _each_chunk(parts):
         for group, (size, sql) in part.statements.items():
-            got = out.get(group)
-            if got is None:
-                out[group] = [size, sql]
-            else:
-                got[0] += size
+            out.setdefault(group, [0, sql])[0] += size
     return out
 
 
