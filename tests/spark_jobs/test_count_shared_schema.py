@@ -226,3 +226,45 @@ def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
     monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
     parsed.clear()
     assert _count(path, names) == once and len(parsed) == 16
+
+
+@pytest.mark.parametrize("read_bytes", [128, 256])
+def test_ddl_of_a_buffer_no_group_leaves_moves_the_next_buffers_updates(tmp_path, monkeypatch, read_bytes):
+    """Buffers of a few units each: a buffer of DDL alone leaves no unit to any rule group, and
+    `answer_all` replays it into the shared schema model on its own, in stream order. The later
+    buffers' multi-table UPDATEs are still decided under the schema it leaves, and each slave keeps
+    what a rule engine of its own keeps deciding unit by unit."""
+    from dumpfilter.spark_jobs.tasks import chunks
+
+    monkeypatch.setattr(chunks, "READ_BYTES", read_bytes)
+    path = _binlog(tmp_path / "m-bin.000001")
+    names = [(name, "heartbeat") for name in RULES]
+    got = _count(path, names)
+    for name, _ in names:
+        assert got[f"{name}-heartbeat"][2] == _kept_alone(path, name)[0], name
+
+
+def test_lone_statements_of_several_tables_share_their_gtid_as_one_unit_at_a_time(tmp_path):
+    """A lone statement's bytes by table are summed by class over a chunk (`LoneUnits.tally`): a
+    DROP TABLE of five tables gives each its share of the GTID event and the first what the
+    division leaves, as the bytes of each unit put alone (`_unit_tables`) do."""
+    from dumpfilter.spark_jobs.tasks.statement_tables import _unit_tables
+
+    build = Build("mariadb").q("CREATE DATABASE db")
+    for _ in range(4):
+        for table in "abcde":
+            build.q(f"CREATE TABLE IF NOT EXISTS {table} (x int)", db="db")
+        build.q("DROP TABLE IF EXISTS a, b, c, d, e", db="db")
+    path = build.write(tmp_path / "m-bin.000001")
+    chunk = Chunk(0, str(path), 0)
+    with ThreadPoolExecutor(1) as pool:
+        got = pool.submit(count_chunk, chunk, _topology([("db", "heartbeat")]).slaves).result()[0]
+    tables: dict = {}
+    statements: dict = {}
+    for txn in read_units(chunk):
+        _unit_tables(txn, tables, statements)
+    enveloped = {key: size for key, size in tables.items() if key[0] == "(envelope)"}
+    assert {key: size for key, size in got.tables.items() if key[0] == "(envelope)"} == enveloped
+    assert got.statements == statements
+    drops = [size for key, size in enveloped.items() if key[2][1] == "DROP_TABLE"]
+    assert len(drops) == 5 and drops[0] > drops[1] == drops[4]  # (42-byte GTIDs: 8 each, 2 left to the first)
