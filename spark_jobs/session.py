@@ -267,6 +267,9 @@ def quiet_interrupts(sc: SparkContext) -> None:
 
     def cancel() -> None:
         with contextlib.suppress(Exception):  # the JVM may be gone already: nothing left to cancel
+            # (its log off first: a cancelled task's completion listener can log an ERROR with a
+            # Java stack trace, blockDoesNotExistError, before `stop_session` turns the log off)
+            sc.setLogLevel("OFF")
             sc.cancelAllJobs()
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
