@@ -97,12 +97,8 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
             left.setdefault(k, []).append(a)
     schemas = list({id(a.group.schema): a.group.schema for a in answers if a.group.schema is not None}.values())
     replays = lone.replays if schemas else {}
-    if not left and len(schemas) == 1:  # (most buffers: the replays alone, in stream order as classified)
-        observe, defer = schemas[0].observe, schemas[0].defer
-        for text, db, how in replays.values():
-            observe(text, db, how) if isinstance(how, StatementInfo) else defer(text, db, cast(TableRef, how))
-        replays = {}
-    for k in sorted(left.keys() | replays.keys()):
+    # (replays are by unit in stream order, as classified: most buffers leave no unit, nothing to sort)
+    for k in sorted(left.keys() | replays.keys()) if left else replays:
         replay = replays.get(k)
         unit = txn(k) if replay is None or k in left else None  # (a replay's text is the lone unit's)
         for a in left.get(k, ()):
