@@ -6,9 +6,13 @@ the count walks, forms, tallies; not the scan, which the streams share in a mast
 writes every candidate's totals, by hour, minute, table and statement (JSON), to compare two builds' counts.
 `--passes N` counts N times in one process, each with a new board, as a live master's later passes
 count with what the first left (its rule sets' keep tables); `--out` then writes FILE.1 .. FILE.N.
+`--schema S`: the candidates' schemas are S1..S8, as bench_shadow's DUMPFILTER_SHADOW_SCHEMA
+(its default, else `db`): `sbtest` for the bench matrix's DDL-heavy and sysbench binlogs. Counted
+over a binlog without them, every candidate keeps nothing: a workload the bench never measures
+(session 82's instruction counts were taken so), which the count then says.
 
-    python -m bench.diag_shadow_count DIR [--out FILE] [--passes N]
-    valgrind --tool=callgrind --toggle-collect=sys_call_tracing python -m bench.diag_shadow_count DIR
+    python -m bench.diag_shadow_count DIR [--schema S] [--out FILE] [--passes N]
+    valgrind --tool=callgrind --toggle-collect=sys_call_tracing python -m bench.diag_shadow_count DIR --schema sbtest
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.bench_shadow import candidates_toml
+from bench import bench_shadow
 from dumpfilter.cli.app import GC_GEN0_THRESHOLD
 from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.master.shadow.board import ShadowBoard
@@ -44,7 +48,9 @@ def main() -> None:
     parser.add_argument("dir", type=Path)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--passes", type=int, default=1)
+    parser.add_argument("--schema", default=bench_shadow.SCHEMA, help="the candidates' schemas are SCHEMA1..SCHEMA8")
     args = parser.parse_args()
+    bench_shadow.SCHEMA = args.schema
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)  # as the master's command sets it
     spent = [0.0]
@@ -65,12 +71,16 @@ def main() -> None:
     for k in range(args.passes):
         cache = SegmentCache(args.dir)
         board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), None, cache)  # type: ignore[arg-type]
-        board.add(parse_topology(candidates_toml()), None, from_start=True)
+        board.add(parse_topology(bench_shadow.candidates_toml()), None, from_start=True)
         spent[0] = 0.0
         started = time.process_time()
         board.count()
         print(f"pass {k + 1}: 64 candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
               f"counting {spent[0]:.2f} s (thread CPU of the segments' counts)")
+        schemas = {f"{args.schema}{n}" for n in range(1, bench_shadow.SCHEMAS + 1)}
+        if not any(isinstance(name, tuple) and name[0] in schemas for c in board.candidates.values()
+                   if c.total is not None for name in c.total.tables):
+            print(f"  no table of {args.schema}1..{args.schema}8 counted: the binlog has no such schema (--schema)")
         if args.out:
             _write(board, args.out if args.passes == 1 else args.out.with_name(f"{args.out.name}.{k + 1}"))
 
