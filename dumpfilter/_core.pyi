@@ -131,6 +131,7 @@ __all__ = [
     "split_route",
     "split_script",
     "sql_tokens",
+    "statement_class",
     "statement_facts",
     "statement_key",
     "statement_pieces",
@@ -1742,6 +1743,14 @@ def sql_tokens(text: str, ansi_quotes: builtins.bool = ...) -> SqlTokens:
     The tokens of `text` (comments skipped, a versioned comment's code read as code). With
     `ansi_quotes`, a double-quoted string next to a dot or before a parenthesis is a name
     (`"secret"."f"(1)`: ANSI_QUOTES, which the text does not say).
+    """
+
+def statement_class(sql: bytes, default: str) -> typing.Optional[tuple[builtins.str, tuple[tuple[builtins.str, builtins.str], ...]]]:
+    r"""
+    `statement_facts`' kind and updated tables alone, each name's database `default` where the
+    text gives none (`rules.statement_facts.core_class`: a lone DDL text met first is classed by
+    them, no StatementFacts built: the DDL-heavy pass meets 8,715 such texts); None where there
+    are no facts, CTEs or renames, or no table updated but some read.
     """
 
 def statement_facts(sql: bytes) -> typing.Optional[StatementFacts]:

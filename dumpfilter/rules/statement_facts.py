@@ -54,15 +54,13 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
 
 def core_class(sql: str, default: str, skip: frozenset[Kind]) -> tuple[Kind, tuple[TableRef, ...]] | None:
     """`core_info`'s kind and updated tables of `sql` under `default` off the core's facts alone (no
-    StatementInfo: 1.3 us, not 3.8), for a kind `_info` reads no way of its own and not in `skip`,
-    no CTE or rename, a table updated or none read (`has_tables`: whether it updates one); else None."""
-    facts = _core.statement_facts(sql.encode("utf-8", "surrogateescape"))
-    if facts is None or facts.ctes or facts.renames or (kind := _KINDS[facts.kind]) in _SPECIAL or kind in skip:
+    StatementInfo: the core's `statement_class`), for a kind `_info` reads no way of its own and not
+    in `skip`, no CTE or rename, a table updated or none read (`has_tables`: whether it updates one);
+    else None."""
+    found = _core.statement_class(sql.encode("utf-8", "surrogateescape"), default)
+    if found is None or (kind := _KINDS[found[0]]) in _SPECIAL or kind in skip:
         return None
-    updated = tuple([(decode_text(r.db) if r.db is not None else default, decode_text(r.name)) for r in facts.updated])
-    if not updated and (facts.read_text is not None or facts.refs or facts.read):
-        return None
-    return kind, updated
+    return kind, found[1]
 
 
 def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:

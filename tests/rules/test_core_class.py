@@ -23,7 +23,7 @@ NAMES = st.sampled_from(["t", "d.t", "`x y`", "d2.u", "`é`.`ü`"])
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.sampled_from(SHAPES), NAMES, NAMES, st.sampled_from(["d", ""]))
+@given(st.sampled_from(SHAPES), NAMES, NAMES, st.sampled_from(["d", "", "s\udcff"]))  # (a name read with surrogates)
 def test_core_class_is_core_infos_where_it_answers(shape, t, u, default):
     sql = shape.format(t=t, u=u)
     got = core_class(sql, default, frozenset())
