@@ -432,8 +432,9 @@ fn sent_total(s: &Sent) -> u64 {
 mod tests;
 
 /// The skipped units' forms a list has made, per policy (made at the first count under it, kept
-/// for its later counts: a pass counted again, a candidate added later; counted in the list's
-/// `held_bytes`, so that the master's kept segments stay within their budget).
+/// for its later counts until `clear`: a buffer's count walks each slave the compiled walk leaves
+/// to Python apart; counted in the list's `held_bytes`, so that the master's kept segments stay
+/// within their budget).
 #[derive(Default)]
 pub struct FormsCache(Mutex<Vec<Arc<Forms>>>);
 
@@ -460,6 +461,11 @@ impl FormsCache {
             held.extend(made.into_iter().map(Arc::new));
         }
         held.clone()
+    }
+
+    /// Every form dropped (`UnitList.forget_forms`).
+    pub fn clear(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 
     /// The bytes its forms hold (a kept segment's `held_bytes`).

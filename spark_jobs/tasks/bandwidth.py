@@ -376,6 +376,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     lone.tally(left, tables, statements, lambda k: _unit_tables(made.get(k) or txn(k, keep=False), tables, statements))
     for counter in _count_all(counters, groups, units, bounds, width, crc):
         _walk(CountWalk(counter, groups[id(counter.group)], units, keys, crc, txn), bounds, width)
+    units.forget_forms()  # (counted: the next buffer's forms reuse their memory)
     return current
 
 

@@ -54,9 +54,9 @@ def test_held_bytes_are_what_a_unit_list_allocates(tmp_path, binlog_format):
 
 
 def test_a_counts_skip_forms_are_held_bytes(tmp_path):
-    """The skip forms a count makes stay with the list for its later counts (`count_many`), and
-    count in its held bytes: the master's kept segments hold them within their budget. They are
-    what the count allocated, and a second count under the same policies makes none."""
+    """The skip forms a count makes stay with the list for its later counts (`count_many`) until
+    `forget_forms`, and count in its held bytes: the master's kept segments hold them within their
+    budget. They are what the count allocated, and a second count under the same policies makes none."""
     from dumpfilter._core import ROW_SKIP, SKIP_EMPTY, SKIP_PLACEHOLDER, CountJob, SendConfig
 
     spec = WorkloadSpec(seed=81, transactions=20_000, rows_per_statement=1, statements_per_transaction=2,
@@ -76,3 +76,11 @@ def test_a_counts_skip_forms_are_held_bytes(tmp_path):
     again = units.count_many(jobs, [0], 0)
     assert held_bytes(units) - held == forms
     assert [(r.read_by_bucket, r.sent_by_bucket) for r in again] == [(r.read_by_bucket, r.sent_by_bucket) for r in first]
+    # Forgotten once its count is done (bandwidth._count_units): the list holds none, and a later
+    # count makes them again, to the same counts.
+    counted = held_bytes(units)
+    units.forget_forms()
+    assert counted - held_bytes(units) >= 2 * 16 * len(units)  # (the forms; the list's byte sums stay)
+    made = units.count_many(jobs, [0], 0)
+    assert held_bytes(units) == counted
+    assert [(r.read_by_bucket, r.sent_by_bucket) for r in made] == [(r.read_by_bucket, r.sent_by_bucket) for r in first]

@@ -91,6 +91,22 @@ def test_the_pass_counts_the_streams_segments_without_scanning_again(binlog):
     board, counted = _counted(binlog, cache)
     assert cache.reads == reads  # every segment the stream's, none read again
     assert board.passes > 0 and counted == scanned
+    # The segments the cache keeps hold no skip forms once counted (`forget_forms`): the next
+    # segment's count reuses their memory, and the index budget is the unit lists'.
+    from dumpfilter._core import held_bytes
+
+    pos, lists = (cache.first_file(), 4), 0
+    while len((seg := cache.get(pos)).units):
+        assert seg.index is not None
+        held = held_bytes(seg.index.unit_list)
+        seg.index.unit_list.forget_forms()
+        assert held_bytes(seg.index.unit_list) == held
+        lists += 1
+        cache.done_with(seg)
+        if seg.at_end:
+            break
+        pos = seg.end
+    assert lists == segments
 
 
 def test_where_no_stream_read_the_pass_reads_through_the_cache_for_the_streams(binlog):

@@ -1,7 +1,8 @@
 //! The count mode of the Python UnitList (count_walk): every stream a caller counts over a
 //! segment in one call (`UnitList.count_many`: `experiment`'s slaves, a master's shadow
 //! candidates, or one slave's run), with the skipped units' forms made once per segment
-//! and policy, kept beside the list for every later call (`count_walk::FormsCache`); and the tallies a count
+//! and policy, kept beside the list for the later calls of its count until `forget_forms`
+//! (`count_walk::FormsCache`); and the tallies a count
 //! cuts and sums by (`table_bytes`, `statement_tables`).
 
 use std::sync::Arc;
@@ -81,6 +82,14 @@ impl PyUnitList {
             other: t.other,
             left: t.left,
         })
+    }
+
+    /// The skip forms `count_many` made dropped (count_walk::FormsCache), once a count of the list
+    /// is done with them: a master's kept segments then hold none, and the next segment's forms
+    /// reuse their memory instead of faulting new pages in (the small-transaction pass faulted
+    /// about 16,000 pages of forms it never read again).
+    fn forget_forms(&self) {
+        self.forms.clear();
     }
 
     /// `send`'s walk over units[starts[0]..] to the end of the list for every job, counted and
