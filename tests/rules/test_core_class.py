@@ -5,10 +5,11 @@ way, a CTE, a rename, reads without an updated table), it declines."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter.rules.statement_facts import core_class, core_info
+from tests.core.test_statement_facts import _sql
 
 SHAPES = ("INSERT INTO {t} VALUES (1)", "INSERT INTO {t} SELECT * FROM {u}", "REPLACE INTO {t} VALUES (1)",
           "UPDATE {t} SET a = 1", "UPDATE {t} JOIN {u} ON 1 SET {t}.a = 1", "DELETE FROM {t} WHERE a = 1",
@@ -32,6 +33,18 @@ def test_core_class_is_core_infos_where_it_answers(shape, t, u, default):
     info = core_info(sql, default)
     assert info is not None, sql
     assert (info.kind, info.updated, info.has_tables) == (*got, bool(got[1])), sql
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_sql(), st.text(st.sampled_from("CREATEALTRDOPINXUM ,.()`'=;*abt\n"), max_size=60)),
+       st.sampled_from(["d", "", "s\udcff"]))
+def test_any_statement_is_classed_as_core_info_reads_it_or_declined(sql, default):
+    """Generated statements and loose text: the core's class is the one reader's, or none."""
+    got = core_class(sql, default, frozenset())
+    if got is not None:
+        info = core_info(sql, default)
+        assert info is not None, sql
+        assert (info.kind, info.updated) == got, sql
 
 
 def test_core_class_answers_the_ddl_and_dml_a_count_meets_and_declines_the_rest():
