@@ -87,6 +87,7 @@ __all__ = [
     "SplitRoute",
     "SqlToken",
     "SqlTokens",
+    "StatementClass",
     "StatementEnd",
     "StatementFacts",
     "StatementKey",
@@ -1010,6 +1011,22 @@ class SqlTokens:
     def error_offset(self) -> builtins.int: ...
 
 @typing.final
+class StatementClass:
+    r"""
+    `statement_class`: a statement's kind and the tables it updates, each as a database (the
+    default where the text gives none) and a name, in order.
+    """
+    @property
+    def kind(self) -> builtins.str:
+        r"""
+        The `rules.statement_info.Kind` value.
+        """
+    @property
+    def dbs(self) -> builtins.list[builtins.str]: ...
+    @property
+    def names(self) -> builtins.list[builtins.str]: ...
+
+@typing.final
 class StatementEnd:
     r"""
     `statements`: a statement of a fast unit's body.
@@ -1752,7 +1769,7 @@ def sql_tokens(text: str, ansi_quotes: builtins.bool = ...) -> SqlTokens:
     (`"secret"."f"(1)`: ANSI_QUOTES, which the text does not say).
     """
 
-def statement_class(sql: bytes, default: str) -> typing.Optional[tuple[builtins.str, tuple[tuple[builtins.str, builtins.str], ...]]]:
+def statement_class(sql: bytes, default: str) -> typing.Optional[StatementClass]:
     r"""
     `statement_facts`' kind and updated tables alone, each name's database `default` where the
     text gives none (`rules.statement_facts.core_class`: a lone DDL text met first is classed by

@@ -58,9 +58,9 @@ def core_class(sql: str, default: str, skip: frozenset[Kind]) -> tuple[Kind, tup
     in `skip`, no CTE or rename, a table updated or none read (`has_tables`: whether it updates one);
     else None."""
     found = _core.statement_class(sql.encode("utf-8", "surrogateescape"), default)
-    if found is None or (kind := _KINDS[found[0]]) in _SPECIAL or kind in skip:
+    if found is None or (kind := _KINDS[found.kind]) in _SPECIAL or kind in skip:
         return None
-    return kind, found[1]
+    return kind, tuple(zip(found.dbs, found.names))
 
 
 def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:

@@ -3,7 +3,7 @@
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::list;
 use super::results::records;
@@ -62,6 +62,15 @@ records! {
     ObjectTarget = "ObjectTarget" {
         object: &'static str,
         name: Py<QualifiedName>,
+    }
+
+    /// `statement_class`: a statement's kind and the tables it updates, each as a database (the
+    /// default where the text gives none) and a name, in order.
+    StatementClass = "StatementClass" {
+        /// The `rules.statement_info.Kind` value.
+        kind: &'static str,
+        dbs: Py<PyList> as Vec<String>,
+        names: Py<PyList> as Vec<String>,
     }
 
     /// `statement_facts`: what the rule engine reads of a DDL or multi-table statement.
@@ -212,14 +221,11 @@ pub(super) fn statement_facts(py: Python<'_>, sql: &[u8]) -> PyResult<Option<Sta
 /// are no facts, CTEs or renames, or no table updated but some read.
 #[stub]
 #[pyfunction]
-#[gen_stub(override_return_type(
-    type_repr = "typing.Optional[tuple[builtins.str, tuple[tuple[builtins.str, builtins.str], ...]]]"
-))]
 pub(super) fn statement_class<'py>(
     py: Python<'py>,
     sql: &[u8],
     default: &Bound<'py, PyString>,
-) -> PyResult<Option<(&'static str, Bound<'py, PyTuple>)>> {
+) -> PyResult<Option<StatementClass>> {
     let Some(f) = crate::facts::facts(sql) else {
         return Ok(None);
     };
@@ -227,15 +233,19 @@ pub(super) fn statement_class<'py>(
     if !f.ctes.is_empty() || !f.renames.is_empty() || (f.updated.is_empty() && reads) {
         return Ok(None);
     }
-    let name = |(db, name): &QName| -> PyResult<Bound<'py, PyTuple>> {
-        let db = match db {
-            Some(db) => super::text(py, db)?,
-            None => default.clone(), // (as given: a name read with surrogates stays so)
-        };
-        PyTuple::new(py, [db, super::text(py, name)?])
-    };
-    let updated = f.updated.iter().map(name).collect::<PyResult<Vec<_>>>()?;
-    Ok(Some((f.kind, PyTuple::new(py, updated)?)))
+    let (dbs, names) = (PyList::empty(py), PyList::empty(py));
+    for (db, name) in &f.updated {
+        match db {
+            Some(db) => dbs.append(super::text(py, db)?)?,
+            None => dbs.append(default)?, // (as given: a name read with surrogates stays so)
+        }
+        names.append(super::text(py, name)?)?;
+    }
+    Ok(Some(StatementClass {
+        kind: f.kind,
+        dbs: dbs.unbind(),
+        names: names.unbind(),
+    }))
 }
 
 /// The master policy's reading of a CREATE/ALTER TRIGGER's, routine's or event's body (see
