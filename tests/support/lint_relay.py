@@ -37,7 +37,9 @@ def main() -> None:
             os.write(1, data[:max(1, len(data) // 2)])
             if hold.read_text() != "always":
                 hold.unlink()
-            (hold_dir / "held").write_text(str(os.getpid()))
+            # (written whole, then named: a test that sees `held` reads the pid, never an empty file)
+            (hold_dir / f"held.{os.getpid()}").write_text(str(os.getpid()))
+            os.replace(hold_dir / f"held.{os.getpid()}", hold_dir / "held")
             while True:
                 time.sleep(60)
         os.write(1, data)
