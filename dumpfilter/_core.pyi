@@ -1506,8 +1506,8 @@ class UnitList:
         r"""
         The skip forms `count_many` made dropped (count_walk::FormsCache), once a count of the list
         is done with them: a master's kept segments then hold none, and the next segment's forms
-        reuse their memory instead of faulting new pages in (the small-transaction pass faulted
-        about 16,000 pages of forms it never read again).
+        reuse their memory instead of faulting new pages in (the small-transaction shadow pass
+        took 9,300-12,300 minor faults a pass with them kept, 530-1,500 without).
         """
     def count_many(self, jobs: typing.Sequence[CountJob], starts: typing.Sequence[builtins.int], carry: builtins.int) -> builtins.list[CountResult]:
         r"""

@@ -86,8 +86,8 @@ impl PyUnitList {
 
     /// The skip forms `count_many` made dropped (count_walk::FormsCache), once a count of the list
     /// is done with them: a master's kept segments then hold none, and the next segment's forms
-    /// reuse their memory instead of faulting new pages in (the small-transaction pass faulted
-    /// about 16,000 pages of forms it never read again).
+    /// reuse their memory instead of faulting new pages in (the small-transaction shadow pass
+    /// took 9,300-12,300 minor faults a pass with them kept, 530-1,500 without).
     fn forget_forms(&self) {
         self.forms.clear();
     }
