@@ -101,6 +101,7 @@ def get_session(app_name: str, master: str | None = None, conf: dict[str, str] |
     for key, value in settings.items():
         builder = builder.config(key, value)
     drop_interrupt_noise()  # also while the session starts (PySpark's handler)
+    _ENDING.clear()  # (a new session: what py4j logs is heard again)
     _launch_own_gateway(app_name, master, settings)
     try:
         spark = builder.getOrCreate()
@@ -208,6 +209,7 @@ def stop_session(spark: SparkSession, grace: float = STOP_GRACE) -> None:
     or after the JVM is gone."""
     if spark in _TO_STOP:
         _TO_STOP.remove(spark)
+    _ENDING.set()
     try:
         from pyspark import SparkContext  # noqa: F401
     except ImportError:  # a stand-in pyspark (tests): no JVM to end
@@ -241,6 +243,7 @@ def end_gateway(grace: float = STOP_GRACE) -> None:
     proc = getattr(gateway, "proc", None)
     if proc is None or gateway is None:
         return
+    _ENDING.set()  # (a call another thread is inside ends on a closed socket)
     with contextlib.suppress(Exception):  # (as in stop_session)
         gateway.close()
     with SparkContext._lock:
@@ -273,6 +276,7 @@ def quiet_interrupts(sc: SparkContext) -> None:
             sc.cancelAllJobs()
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
+        _ENDING.set()
         threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()
         raise KeyboardInterrupt
 
@@ -283,6 +287,7 @@ def quiet_interrupts(sc: SparkContext) -> None:
     previous = signal.getsignal(signal.SIGTERM)
     if callable(previous) and not getattr(previous, "spark_cancels", False):
         def on_sigterm(signum: int, frame: FrameType | None) -> None:
+            _ENDING.set()
             threading.Thread(target=cancel, name="spark-cancel", daemon=True).start()
             previous(signum, frame)
 
@@ -308,13 +313,24 @@ def drop_interrupt_noise() -> None:
 def _interrupt_noise(record: logging.LogRecord) -> bool:
     """False for what py4j logs (through the root logger) about a call an interrupt cut short: a
     KeyboardInterrupt, or the reentrant call PySpark's handler makes, anywhere in its exception's
-    chain. Every other record passes."""
+    chain; or any exception once the session is ending (`_ENDING`: an interrupt came, or the
+    session is being stopped). A call another thread is inside (a stage's progress) then ends on
+    the socket its gateway closed: a CI run printed py4j's "Exception while sending command."
+    with a ValueError (readline of closed file) and a Py4JNetworkError after a Ctrl-C. Every other
+    record passes."""
     if "py4j" not in record.pathname or not record.exc_info:
         return True
+    if _ENDING.is_set():
+        return False
     exc = record.exc_info[1]
     while exc is not None:
         if isinstance(exc, KeyboardInterrupt) or (isinstance(exc, RuntimeError) and "reentrant call" in str(exc)):
             return False
         exc = exc.__cause__ or exc.__context__
     return True
+
+
+# Set once an interrupt has come or a session is being stopped (`quiet_interrupts`, `stop_session`,
+# `end_gateway`), cleared when a session starts: py4j's failures then are the ending's, not news.
+_ENDING = threading.Event()
 

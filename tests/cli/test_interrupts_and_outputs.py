@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -81,7 +82,9 @@ def test_an_interrupted_split_leaves_nothing(tmp_path, monkeypatch):
     assert any(p.name.endswith(".index") for p in (tmp_path / "out").iterdir())
 
 
-def test_py4j_noise_of_an_interrupt_is_dropped_and_nothing_else():
+def test_py4j_noise_of_an_interrupt_is_dropped_and_nothing_else(monkeypatch):
+    monkeypatch.setattr(session, "_ENDING", threading.Event())  # (a session running: nothing ending)
+
     def record(exc: BaseException | None, path: str = "/x/py4j/java_gateway.py") -> logging.LogRecord:
         info = (type(exc), exc, None) if exc is not None else None
         return logging.LogRecord("root", logging.ERROR, path, 1, "Exception while sending command.", (), info)
@@ -94,6 +97,14 @@ def test_py4j_noise_of_an_interrupt_is_dropped_and_nothing_else():
     assert session._interrupt_noise(record(ValueError("a real py4j failure")))
     assert session._interrupt_noise(record(KeyboardInterrupt(), path="/x/dumpfilter/other.py"))
     assert session._interrupt_noise(record(None))
+    # Once the session ends (an interrupt came, or it is stopped), a call another thread is inside
+    # fails on the closed socket: that too is the ending's noise (a CI run printed it after a Ctrl-C).
+    closed = ValueError("Error while sending or receiving")
+    closed.__context__ = ValueError("readline of closed file")
+    assert session._interrupt_noise(record(closed))
+    session._ENDING.set()
+    assert not session._interrupt_noise(record(closed))
+    assert session._interrupt_noise(record(closed, path="/x/dumpfilter/other.py"))
 
 
 def test_py4j_noise_on_its_own_loggers_is_dropped_too(monkeypatch):
@@ -101,6 +112,8 @@ def test_py4j_noise_on_its_own_loggers_is_dropped_too(monkeypatch):
     logger's filter never sees (a CI run printed its two tracebacks after a Ctrl-C): a session
     puts the filter on each of py4j's loggers (`drop_interrupt_noise`)."""
     import py4j.clientserver  # noqa: F401 - its logger, as a session has it
+
+    monkeypatch.setattr(session, "_ENDING", threading.Event())  # (a session running: nothing ending)
 
     broken = BrokenPipeError(32, "Broken pipe")
     broken.__context__ = KeyboardInterrupt()
