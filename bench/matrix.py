@@ -29,9 +29,10 @@ quiet again (`bench.common.settle`: at most 20 s):
   fanout8      master CPU per MB sent by 8 `replicate-do-db` slaves, one per schema, started
                together, against one keep-all slave's (goal: <= 1.3), best of FANOUT_REPEAT (3)
                rounds at least;
-  fanout64     the same for 64 slaves, eight per schema (once), against the transport's floor
-               measured in the same run (bench.grpc_floor: a bare gRPC server streaming 8x the
-               binlog to 64 clients against once to one; goal: <= the floor + 0.15);
+  fanout64     the same for 64 slaves, eight per schema (best of FANOUT64_REPEAT, 2), against
+               the transport's floor measured in the same run as often (bench.grpc_floor: a
+               bare gRPC server streaming 8x the binlog to 64 clients against once to one;
+               goal: <= the floor + 0.15);
   rss_anon_mb  the master's peak private memory (RssAnon, sampled) over those runs (goal: < 300 MB);
   experiment24 `experiment --no-spark --no-charts` with those 8 rule sets under the three skip
                policies, against one `filter --replicate-do-db` pass (goal: <= 1.5).
@@ -65,6 +66,9 @@ SHORT_S, SHORT_REPEAT = 1.0, 5  # streams shorter than SHORT_S seconds: best of 
 # rounds on a quiet machine (2.52-2.99 s over 1 GB of sysbench ROW), and fanout8 divides by it.
 FANOUT_REPEAT = 3
 FANOUT64_OVER_FLOOR = 0.15  # 64 slaves' CPU per MB sent at most the transport's floor + this
+# 64 slaves' runs and their floor's, each the least of this many (session 84: measured once, a
+# small-transaction run read 1.42x against a floor of 1.12x, the next 1.18x against 1.40x)
+FANOUT64_REPEAT = 2
 
 
 def _workloads() -> dict[str, tuple[Callable[[], Path], list[str]]]:
@@ -165,19 +169,23 @@ def _fanout(path: Path, schemas: list[str]) -> dict[str, float]:
                     keep_all = got
                 else:
                     paired.append(got["master_cpu_ms_per_mb_sent"] / max(keep_all["master_cpu_ms_per_mb_sent"], 1e-9))
-        # 64 slaves (eight per schema) once: they are sent the binlog eight times over. Their goal
-        # is the transport's own ratio (bench.grpc_floor: a bare gRPC server streaming as many bytes
-        # to 64 clients against the binlog's bytes to one) + FANOUT64_OVER_FLOOR, measured here.
-        settle()
-        sixty_four = fanout.run(served, [("--replicate-do-db", db) for db in schemas * 8], 0.0)
+        # 64 slaves (eight per schema), best of FANOUT64_REPEAT: they are sent the binlog eight
+        # times over. Their goal is the transport's own ratio (bench.grpc_floor: a bare gRPC server
+        # streaming as many bytes to 64 clients against the binlog's bytes to one) +
+        # FANOUT64_OVER_FLOOR, measured here as often.
+        runs64 = []
+        for _ in range(FANOUT64_REPEAT):
+            settle()
+            runs64.append(fanout.run(served, [("--replicate-do-db", db) for db in schemas * 8], 0.0))
+        sixty_four = min(runs64, key=lambda r: r["master_cpu_s"])
     mb = path.stat().st_size >> 20
-    floor = floor_cpu(8 * mb, [64], 1)[64] / 8 / floor_cpu(mb, [1], REPEAT)[1]
+    floor = floor_cpu(8 * mb, [64], FANOUT64_REPEAT)[64] / 8 / floor_cpu(mb, [1], REPEAT)[1]
     one, eight = best[1], best[len(schemas)]
     per_mb = one["master_cpu_ms_per_mb_sent"]
     return {"fanout8": eight["master_cpu_ms_per_mb_sent"] / max(per_mb, 1e-9),
             "fanout64": sixty_four["master_cpu_ms_per_mb_sent"] / max(per_mb, 1e-9), "fanout64_floor": floor,
             "fanout8_paired": statistics.median(paired),
-            "rss_anon_mb": max(r["master_peak_rss_anon_mb"] for r in (one, eight, sixty_four)),
+            "rss_anon_mb": max(r["master_peak_rss_anon_mb"] for r in (one, eight, *runs64)),
             "fanout_runs": {"1": one, "8": eight, "64": sixty_four}}
 
 
