@@ -301,6 +301,10 @@ def quiet_interrupts(sc: SparkContext) -> None:
 # (a BrokenPipeError after the interrupt) came through on its own logger, with two tracebacks.
 PY4J_LOGGERS = ("", "py4j", "py4j.java_gateway", "py4j.clientserver", "py4j.protocol")
 
+# Set once an interrupt has come or a session is being stopped (`quiet_interrupts`, `stop_session`,
+# `end_gateway`), cleared when a session starts: py4j's failures then are the ending's, not news.
+_ENDING = threading.Event()
+
 
 def drop_interrupt_noise() -> None:
     """`_interrupt_noise` on every logger py4j logs through (once each)."""
@@ -328,9 +332,3 @@ def _interrupt_noise(record: logging.LogRecord) -> bool:
             return False
         exc = exc.__cause__ or exc.__context__
     return True
-
-
-# Set once an interrupt has come or a session is being stopped (`quiet_interrupts`, `stop_session`,
-# `end_gateway`), cleared when a session starts: py4j's failures then are the ending's, not news.
-_ENDING = threading.Event()
-
