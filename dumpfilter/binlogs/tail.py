@@ -134,6 +134,8 @@ class TailingReader:
                 if rotated_to:
                     return rotated_to
                 newer = self.next_file(name)
+                if newer is not None and os.fstat(f.fileno()).st_size > f.tell():
+                    continue  # it grew before the newer file was made (a writer makes that once this one is whole)
                 if newer is not None and splitter.pending == 0:
                     return newer  # a Stop event, or a crash, ended this file without a Rotate
                 splitter.close()  # raises if the file ends inside an event

@@ -58,6 +58,9 @@ from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_threshold
 limit_arenas(), steady_thresholds()  # as `master serve` sets them
 def anon_mb():
     return int(next(l for l in open("/proc/self/status") if l.startswith("RssAnon:")).split()[1]) // 1024
+# The free chunks the imports left are used up first: glibc serves a small block from them while any
+# is left, which put every small block below the big ones and let free() shrink the heap whole.
+ballast = [bytearray(600) for _ in range(32_000)]
 before = anon_mb()
 big, small = [], []
 for _ in range(400):  # 120 MB of reply-sized buffers, each below a block that stays
