@@ -49,34 +49,70 @@ pub const CLASS_STAYS: u32 = u32::MAX - 2;
 /// group and buffer, not a Python step per unit and group (48 groups x 11,000 DDL units).
 pub fn mark_classes(row: &mut [u8], at: usize, classes: &[u8], codes: &[u8]) -> Vec<u32> {
     let mut left = Vec::new();
-    let mut k = at;
-    while let Some(slow) = next_slow(row, k) {
-        k = slow + 1;
+    for_each_slow(row, at, |row, slow| {
         let class = u32_at(classes, 4 * slow).unwrap_or(CLASS_UNREAD);
         if class == CLASS_STAYS {
-            continue;
+            return;
         }
         match codes.get(class as usize).filter(|c| **c != 0xFF) {
             Some(&code) if class < CLASS_STAYS => row[slow] = code,
             _ => left.push(slow as u32),
         }
-    }
+    });
     left
 }
 
-/// The first unit from `k` whose answer is ROW_SLOW. Eight answers are read at a time and a word
-/// none of whose bytes has both low bits set (ROW_SLOW alone of the codes) passed over whole: a
-/// buffer's few slow units are found among its thousands of others, for each of 48 rule groups.
-fn next_slow(row: &[u8], mut k: usize) -> Option<usize> {
-    const LOW: u64 = 0x0101_0101_0101_0101;
-    while let Some(word) = row.get(k..k + 8) {
-        let w = u64::from_le_bytes(word.try_into().unwrap_or_default());
-        if w & (w >> 1) & LOW != 0 {
-            break;
+/// `f(row, k)` for each unit k from `at` whose answer is ROW_SLOW, in order (`f` may change
+/// answers at k and after it only), sixty-four answers at a time (`slow_mask`), its bits taken in
+/// turn: a buffer's slow units lie some fifty answers apart in a DDL-heavy binlog, for each of 48
+/// rule groups (a word and then a byte at a time cost some ninety instructions per slow unit).
+fn for_each_slow(row: &mut [u8], at: usize, mut f: impl FnMut(&mut [u8], usize)) {
+    let mut base = at;
+    while base < row.len() {
+        let end = (base + 64).min(row.len());
+        let mut mask = match <&[u8; 64]>::try_from(&row[base..end]) {
+            Ok(chunk) => slow_mask(chunk),
+            Err(_) => {
+                let mut chunk = [ROW_SKIP; 64]; // (the row's last answers)
+                chunk[..end - base].copy_from_slice(&row[base..end]);
+                slow_mask(&chunk)
+            }
+        };
+        while mask != 0 {
+            f(row, base + mask.trailing_zeros() as usize);
+            mask &= mask - 1;
         }
-        k += 8;
+        base = end;
     }
-    Some(k + row.get(k..)?.iter().position(|a| *a == ROW_SLOW)?)
+}
+
+/// Bit i set where answer i of `chunk` is ROW_SLOW: sixteen bytes compared at once, and their
+/// mask taken (SSE2, which every x86-64 has).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn slow_mask(chunk: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is part of the x86-64 baseline, and each load reads 16 of `chunk`'s 64 bytes.
+    unsafe {
+        let slow = _mm_set1_epi8(ROW_SLOW as i8);
+        (0..4).fold(0u64, |mask, q| {
+            let v = _mm_loadu_si128(chunk.as_ptr().add(16 * q).cast::<__m128i>());
+            mask | u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, slow)) as u16) << (16 * q)
+        })
+    }
+}
+
+/// Bit i set where answer i of `chunk` is ROW_SLOW (the only code with both low bits set), eight
+/// answers a word, each word's flags gathered into a byte by one multiply.
+#[cfg(not(target_arch = "x86_64"))]
+fn slow_mask(chunk: &[u8; 64]) -> u64 {
+    const LOW: u64 = 0x0101_0101_0101_0101;
+    (chunk.chunks_exact(8).enumerate()).fold(0u64, |mask, (j, w)| {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        mask | ((w & (w >> 1) & LOW).wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * j)
+    })
 }
 
 const _: () = assert!(ROW_SKIP == 0 && ROW_PARTIAL == 1 && ROW_KEEP == 2 && ROW_SLOW == 3);
@@ -253,134 +289,5 @@ fn fold(ids: &[u32], kept: &[u64], known: &[u64]) -> (u64, u64, u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mark_classes_finds_slow_units_on_either_side_of_a_word() {
-        // Slow units at a word's first and last byte, past a whole word of others, in the tail
-        // after the last whole word; every other code (SKIP, PARTIAL, KEEP) passed over.
-        let slow = [0usize, 7, 8, 15, 24, 37, 38];
-        let mut row: Vec<u8> = (0..39)
-            .map(|k| [ROW_SKIP, ROW_PARTIAL, ROW_KEEP][k % 3])
-            .collect();
-        for k in slow {
-            row[k] = ROW_SLOW;
-        }
-        let classes: Vec<u8> = (0..39u32).flat_map(|k| (k % 2).to_le_bytes()).collect();
-        let before = row.clone();
-        let left = mark_classes(&mut row, 0, &classes, &[ROW_KEEP, 0xFF]);
-        assert_eq!(left, vec![7, 15, 37]); // class 1, not decided
-        for k in 0..39 {
-            let want = if slow.contains(&k) && k % 2 == 0 {
-                ROW_KEEP
-            } else {
-                before[k]
-            };
-            assert_eq!(row[k], want, "unit {k}");
-        }
-        assert_eq!(
-            mark_classes(&mut row, 16, &classes, &[ROW_SKIP, 0xFF]),
-            vec![37]
-        );
-    }
-
-    #[test]
-    fn mark_classes_sets_the_decided_classes_and_returns_the_rest() {
-        // Units: class 0 (KEEP), 1 (not decided), LEFT, STAYS, 0 again but not slow, 2 (past
-        // `codes`), 0 before `at`, then one past `classes` (unread).
-        let classes: Vec<u8> = [0u32, 0, 1, CLASS_LEFT, CLASS_STAYS, 0, 2]
-            .iter()
-            .flat_map(|c| c.to_le_bytes())
-            .collect();
-        let mut row = [
-            ROW_SLOW, ROW_SLOW, ROW_SLOW, ROW_SLOW, ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SLOW,
-        ];
-        let left = mark_classes(&mut row, 1, &classes, &[ROW_KEEP, 0xFF]);
-        assert_eq!(left, vec![2, 3, 6, 7]);
-        assert_eq!(
-            row,
-            [ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SLOW, ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SLOW]
-        );
-    }
-
-    #[test]
-    fn mark_slow_sets_the_slow_units_and_says_which_where_not_all() {
-        let units: Vec<u8> = [1u32, 3, 4, 9]
-            .iter()
-            .flat_map(|k| k.to_le_bytes())
-            .collect();
-        let mut row = [ROW_SLOW; 6];
-        assert_eq!(mark_slow(&mut row, &units[..12], ROW_SKIP), None);
-        assert_eq!(
-            row,
-            [ROW_SLOW, ROW_SKIP, ROW_SLOW, ROW_SKIP, ROW_SKIP, ROW_SLOW]
-        );
-        let mut row = [ROW_SLOW, ROW_SLOW, ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_SLOW];
-        let set = mark_slow(&mut row, &units, ROW_KEEP);
-        assert_eq!(
-            set,
-            Some([1u32, 4].iter().flat_map(|k| k.to_le_bytes()).collect())
-        );
-        assert_eq!(
-            row,
-            [ROW_SLOW, ROW_KEEP, ROW_SLOW, ROW_KEEP, ROW_KEEP, ROW_SLOW]
-        );
-    }
-
-    /// Each slave's answer per unit is the one its keep bytes give the unit's tables, whatever
-    /// the other slaves: units drawn with a known answer per slave (all its tables kept, some,
-    /// none, one not given, not fast), up to 130 slaves (three words of lanes).
-    #[test]
-    fn each_slave_is_answered_by_its_own_keep_bytes() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |m: u64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed % m
-        };
-        for _ in 0..50 {
-            let slaves = 1 + next(130) as usize;
-            let names = 1 + next(40) as usize;
-            // Each slave keeps a drawn set of the name ids below `given[s]`; past it, not given.
-            let given: Vec<usize> = (0..slaves)
-                .map(|_| next(names as u64 + 1) as usize)
-                .collect();
-            let keeps: Vec<Vec<u8>> = given
-                .iter()
-                .map(|g| (0..*g).map(|_| next(3) as u8).collect())
-                .collect();
-            let (mut tids, mut bounds, mut want) =
-                (Vec::new(), Vec::new(), vec![Vec::new(); slaves]);
-            for _ in 0..next(700) {
-                if next(10) == 0 {
-                    bounds.extend([u32::MAX, u32::MAX]);
-                    want.iter_mut().for_each(|w| w.push(ROW_SLOW));
-                    continue;
-                }
-                let lo = tids.len() as u32;
-                let ids: Vec<usize> = (0..next(5)).map(|_| next(names as u64) as usize).collect();
-                tids.extend(ids.iter().map(|id| *id as u32));
-                bounds.extend([lo, tids.len() as u32]);
-                for (s, w) in want.iter_mut().enumerate() {
-                    let answers: Vec<Option<bool>> = ids
-                        .iter()
-                        .map(|id| keeps[s].get(*id).map(|k| *k != KEEP_DROP))
-                        .collect();
-                    w.push(if answers.contains(&None) {
-                        ROW_SLOW
-                    } else if answers.iter().all(|a| *a == Some(true)) {
-                        ROW_KEEP
-                    } else if answers.contains(&Some(true)) {
-                        ROW_PARTIAL
-                    } else {
-                        ROW_SKIP
-                    });
-                }
-            }
-            let refs: Vec<&[u8]> = keeps.iter().map(Vec::as_slice).collect();
-            assert_eq!(rows_many(&tids, &bounds, &refs, None), want);
-        }
-    }
-}
+#[path = "rows_tests.rs"]
+mod tests;

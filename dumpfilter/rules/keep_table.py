@@ -278,27 +278,47 @@ class KeepTable:
         klass = alike.setdefault((counted, decision.counted, decision.assumption), min(len(alike), HIT_CLASSES - 1))
         return KeyAnswer(code, decision, counted, klass)
 
-    def rows(self, keys: Sequence[_core.StatementKey]) -> KeyRows:
+    def rows(self, keys: Sequence[_core.StatementKey], hits: bool = True) -> KeyRows:
         """A buffer's keys answered (`KeyRows`): its own id space, each id in turn from 0, as
-        `UnitList.statement_units` and `Scanner.statement_units` give them."""
+        `UnitList.statement_units` and `Scanner.statement_units` give them (`hits`: with each id's
+        hit class, which only a stream's rule hits read)."""
         # (a count's rule groups each ask for each of its segments' ~320 keys, whose shape ids
         # their KeyShapes looked up once: a shape's code is read by its id; one met for the first
         # time is decided, once)
         shapes, codes = self.shapes, self._codes
         ids, gather = shapes.number(keys)
-        if len(codes) < len(shapes):
-            more = len(shapes) - len(codes)
+        if len(codes) < (numbered := len(shapes.index)):
+            more = numbered - len(codes)
             codes += bytes([_UNDECIDED]) * more
             self._hits += bytes(more)
             self._answers += [None] * more
-        keep, k = gather(codes), -1
-        while (k := keep.find(_UNDECIDED, k + 1)) >= 0:  # (new shapes found by a bytes search, not a loop)
-            if codes[ids[k]] == _UNDECIDED:  # (a shape met twice in the buffer: decided at its first)
-                self._decide_key(ids[k], keys[k])
+        keep = gather(codes)
         if _UNDECIDED in keep:
+            self._decide_keys(keep, ids, keys)
             keep = gather(codes)
         return KeyRows(keep, ids, self._answers, None if self.gate is None else keep.translate(_GATED),
-                       gather(self._hits))
+                       gather(self._hits) if hits else b"")
+
+    def _decide_keys(self, keep: bytes, ids: Sequence[int], keys: Sequence[_core.StatementKey]) -> None:
+        """The shapes of a buffer's keys not decided yet (`keep`: the keys' codes, _UNDECIDED
+        where not), each decided once: one that reads what one decided before reads, its text
+        decoded and no gate to ask, takes that one's answer at once (48 rule groups x each new
+        shape of a DDL-heavy binlog), the others through `_decide_key`."""
+        codes, texts, k = self._codes, self.shapes.texts, -1
+        by_reads, reads_of, tables_of = self._by_reads, self._reads, self.shapes.tables_of
+        while (k := keep.find(_UNDECIDED, k + 1)) >= 0:  # (new shapes found by a bytes search, not a loop)
+            shape = ids[k]
+            if codes[shape] != _UNDECIDED:  # (a shape met twice in the buffer: decided at its first)
+                continue
+            text = texts.get(shape)
+            reads = None if text is None or self.gate is not None else reads_of(text[0], text[1], tables_of)
+            answer = None if reads is None else by_reads.get(reads)
+            if answer is None:
+                self._decide_key(shape, keys[k])
+                continue
+            self._answers[shape] = answer
+            codes[shape], self._hits[shape] = answer.code, answer.hits
+            self.keys_decided += 1
 
     def account(self, rows: KeyRows, used: _core.KeysUsed) -> None:
         """Account the statements a walk answered by `rows`' key ids (`used`: the walk's

@@ -228,7 +228,8 @@ class SchemaModel:
                 if key in self.views:
                     continue  # DROP TABLE leaves a view (MariaDB: 1965 "is a view"; with IF EXISTS a note, logged)
                 columns.pop(key, None)
-                self._deferred_chars -= sum(len(sql) for sql, _ in self._deferred.pop(key, ()))
+                if key in self._deferred:
+                    self._deferred_chars -= sum(len(sql) for sql, _ in self._deferred.pop(key))
                 if key in self._trigger_tables:
                     self.triggers = {k: t for k, t in self.triggers.items() if t.table != key}
                     self._trigger_tables.discard(key)

@@ -56,8 +56,8 @@ from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, answer_all, made_rows
 from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
-from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, TableName, _unit_tables, envelope_key,
-                                                          keyed_tables)
+from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, KeyedSums, TableName, _unit_tables,
+                                                          envelope_key, keyed_tables)
 
 if TYPE_CHECKING:
     from dumpfilter.codec.format_description import FormatDescription
@@ -136,6 +136,7 @@ class _SlaveCounter:
         self.out.heartbeat_size = heartbeat_size  # (a Heartbeat's body is the file's name)
         self.pending = False
         self.sent_any = False
+        self._configs: dict[bool, _core.SendConfig] = {}
 
     # -- the skip policy's sink (skip_policy.UnitSink): sent bytes counted, never copied -----
     def emit(self, events: list[Event]) -> int:
@@ -160,8 +161,13 @@ class _SlaveCounter:
         c.bytes_skipped += max(0, size)
 
     def config(self, crc: bool) -> _core.SendConfig:
-        return _core.SendConfig(skip=self.policy.walk_skip, partial_ok=self.policy.partial_as_kept, server_id=0,
-                                heartbeat_crc=crc)
+        """The count walk's configuration under the slave's policy (made once per checksum setting)."""
+        found = self._configs.get(crc)
+        if found is None:
+            found = self._configs[crc] = _core.SendConfig(skip=self.policy.walk_skip,
+                                                          partial_ok=self.policy.partial_as_kept, server_id=0,
+                                                          heartbeat_crc=crc)
+        return found
 
     def lead(self, answer: int) -> None:
         """A walk starts at a unit with `answer`: a skip before anything is sent leads the chunk."""
@@ -260,8 +266,9 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
             # the lone statements, read once for every rule group (after theirs are held: `_rule_group`)
             lone: LoneUnits = _HELD.__dict__.setdefault("lone", LoneUnits())
             lone.flush({}, {})  # (what a chunk an error ended left: dropped)
+            keyed = KeyedSums()
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone)
+        fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone, keyed)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -272,6 +279,7 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
             raise cut  # not one whole unit before it: nothing to count
         return []
     lone.flush(counters[0].out.tables, counters[0].out.statements)
+    keyed.flush(counters[0].out.tables)
     done = [counter.finish() for counter in counters]
     for part in done:
         part.rotate_end = rotate_end
@@ -294,7 +302,8 @@ def _up_to_cut(buffers: Iterator[ScannedBuffer], found: list[CutEventError]) -> 
 
 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
-                 names: list[TableName], fmt: FormatDescription | None, lone: LoneUnits) -> FormatDescription | None:
+                 names: list[TableName], fmt: FormatDescription | None, lone: LoneUnits,
+                 keyed: KeyedSums) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
     rest one unit at a time, in order per slave. Returns the format in force after the buffer."""
     # The units the core leaves to Python (never fast), as Transactions made once for all slaves,
@@ -360,7 +369,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # (DDL, lone statements, statements the keys do not read) one unit at a time, once the rule
     # groups have read them (`made`: each decoded once).
     statements = counters[0].out.statements if counters else {}
-    left = keyed_tables(units, n, keys, tables, statements) if other else []
+    left = keyed_tables(units, n, keys, tables, statements, keyed) if other else []
     lone.buffer(units, formats, txn)
     # Each rule group's answers, made once for its slaves; the answers per unit from keep bytes for
     # all groups at once: one read of the units' Table_maps and one of their statement keys per 64
@@ -397,21 +406,26 @@ def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], u
     alike: dict[tuple[object, ...], list[_SlaveCounter]] = {}
     left = []
     # Each group's row by the first equal one met, by identity: a row (a byte per unit) compared
-    # with the few others, not hashed (hashing 48 groups' rows of every buffer was 3% of a count).
-    rows: dict[int, bytes] = {}
+    # with the few others, not hashed (hashing 48 groups' rows of every buffer was 3% of a count),
+    # once per group, not per slave.
+    rows: list[bytes] = []
+    canon: dict[int, int] = {}
+    for a in groups.values():
+        if a.n and not a.slow:
+            row = next((r for r in rows if r == a.row), None)
+            if row is None:
+                rows.append(row := a.row)
+            canon[id(a)] = id(row)
     for counter in counters:
         a = groups[id(counter.group)]
-        if not a.n or a.slow:
+        if id(a) not in canon:
             left.append(counter)
             continue
         # Slaves alike in all the walk reads are counted once (64 candidates: 34 jobs; the keep
         # bytes are read only where a unit is kept in part).
         owed = counter.out.heartbeat_size if counter.pending else 0
         policy = counter.policy
-        row = rows.get(id(a.row))
-        if row is None:
-            row = rows[id(a.row)] = next((r for r in rows.values() if r == a.row), a.row)
-        key = (id(row), a.keep if a.partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
+        key = (canon[id(a)], a.keep if a.partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
         same = alike.get(key)
         if same is None:
             same = alike[key] = []
@@ -420,6 +434,7 @@ def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], u
     if not jobs:
         return left
     carry = counters[0].out.heartbeat_size  # (the chunk's file's: every counter's)
+    first = bounds[0][0]
     done = units.count_many(jobs, [a for a, _, _ in bounds], carry)
     minutes = width == MINUTE
     for job, got, same in zip(jobs, done, alike.values()):
@@ -429,8 +444,9 @@ def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], u
             continue
         buckets = [(bucket, read, sent) for (_, _, bucket), read, sent in
                    zip(bounds, got.read_by_bucket, got.sent_by_bucket) if bucket >= 0]
+        answer = job.row[first]
         for counter in same:
-            counter.lead(job.row[bounds[0][0]])
+            counter.lead(answer)
             counter.walked(r)
             out = counter.out
             if not minutes:

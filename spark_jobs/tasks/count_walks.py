@@ -58,7 +58,7 @@ class GroupAnswers:
         self.guards = group.filter.decider.checks_annotations
         self.fast_only = fast_only and not self.guards
         self.space = units if group.keeps.keys_enabled and keys else None
-        self.stmt = group.keeps.rows(keys) if self.space is not None else None
+        self.stmt = group.keeps.rows(keys, hits=False) if self.space is not None else None
         self.keep = group.keeps.tables(names)  # the group's keep bytes per name
         self.stmt_keep = None if self.stmt is None else self.stmt.keep
         self.row, self.slow, self.partial = b"", True, False

@@ -172,7 +172,7 @@ class RuleGroup:
 
 
 LEFT, STAYS = -1, -2  # `LoneUnits.klass`: a unit each group decides (`decide`); one that stays ROW_SLOW
-_UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_classes`)
+_UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_groups`)
 _U32 = struct.Struct("<I").pack_into  # a unit's class in `LoneUnits.class_of`, as the core reads it
 
 
@@ -195,7 +195,9 @@ class LoneUnits:
         self.parts: list[tuple[int, int, tuple[TableRef, ...]]] = []
         self.numbers: dict[Hashable, int] = {}
         self._plain: Lone = []
-        self._queries: dict[int, _core.LoneQuery] = {}  # the others, by unit
+        # the others, by unit: (default database, text, its GTID's size, its size), each read off the
+        # core's record once (its fields are attribute reads, a call each)
+        self._queries: dict[int, tuple[str | None, str, int, int]] = {}
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         # the buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
@@ -231,9 +233,12 @@ class LoneUnits:
             return
         found, self.read = self.read(), None
         self._plain = [(group.db, group.units) for group in found.plain]
-        self._plain += [(q.db, q.unit.to_bytes(4, "little")) for q in found.others
-                        if q.plain is None and plain_statement(q.sql)]
-        self._queries = {q.unit: q for q in found.others}
+        queries, plain = self._queries, self._plain
+        for q in found.others:
+            k, db, sql = q.unit, q.db, q.sql
+            queries[k] = (db, sql, q.gtid_size, q.size)
+            if q.plain is None and plain_statement(sql):
+                plain.append((db, k.to_bytes(4, "little")))
 
     def tally(self, left: list[int], tables: Tables, statements: Statements, other: Callable[[int], None]) -> None:
         """The bytes by table of each unit of `left` that is a GTID and one statement of a key that updates
@@ -252,10 +257,10 @@ class LoneUnits:
                     other(k)
                     continue
                 sums = summed[c] = [0, 0, 0, len(group[2])]
-                lone_tables(group, text.sql, sums, tables, statements)  # (the dicts' order: as the units meet them)
-            gtid = text.gtid_size
+                lone_tables(group, text[1], sums, tables, statements)  # (the dicts' order: as the units meet them)
+            gtid = text[2]
             each, extra = divmod(gtid, sums[3])
-            sums[0] += text.size - gtid
+            sums[0] += text[3] - gtid
             sums[1] += each
             sums[2] += extra
 
@@ -267,7 +272,7 @@ class LoneUnits:
 
     def classify(self) -> None:
         """The class (`klass`) of each of the buffer's units of a GTID and one statement that the
-        core read, in one loop, once a buffer, before the core reads them (`_core.mark_classes`):
+        core read, in one loop, once a buffer, before the core reads them (`_core.mark_groups`):
         a text met before (`texts`: a DDL workload repeats its CREATE and DROP TABLE) is not
         parsed again."""
         if self._classified:
@@ -275,9 +280,8 @@ class LoneUnits:
         self._read()
         self._classified, texts, classes, replays, decides = True, self.texts, self.classes, self.replays, self.decides
         class_of, parsed = self.class_of, self._parsed
-        for k, q in self._queries.items():
-            if q.gtid_size:
-                db, sql = q.db, q.sql
+        for k, (db, sql, gtid, _) in self._queries.items():
+            if gtid:
                 c, replay = texts.get((db, sql)) or parsed(db, sql)
                 classes[k] = c
                 if replay is not None:

@@ -124,26 +124,49 @@ def _key_group(db: bytes, sql: bytes) -> StatementGroup | None:
     return (decode_text(db), _KEY_KINDS.get(shape.kind, str(shape.kind)), (name,), "")
 
 
+class KeyedSums:
+    """A chunk's statement units decided by keys, summed by group id (`keyed_tables`): each group's
+    entry in the chunk's statements (put in place as the units first meet it, with its text), and
+    its envelopes' bytes, added to the chunk's tables once (`flush`; their keys put in place as
+    the units first meet them). A buffer's ~320 groups are then found by their ids, not by hashing
+    their keys' nested tuples twice each (a tenth of a DDL-heavy shadow pass's Python)."""
+
+    def __init__(self) -> None:
+        self.by_group: dict[int, list[Any]] = {}  # group id -> [its statements entry, its envelope key, bytes]
+
+    def flush(self, tables: Tables) -> None:
+        """The envelopes summed added to `tables`; none summed after."""
+        for _, share, size in self.by_group.values():
+            if size:
+                tables[share] += size
+        self.by_group.clear()
+
+
 def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], tables: Tables,
-                 statements: Statements) -> list[int]:
+                 statements: Statements, sums: KeyedSums) -> list[int]:
     """`_unit_tables` for the units among the first `n` of `units` that the core reads: the
     control units into OTHER, the statement units decided by keys (`UnitList.statement_units`'
-    `keys`, asked for first) into `statements` and their envelopes into `tables`, by the core in
-    one walk (`UnitList.statement_tables`), each key's group made once (`_Groups`). The groups go
-    into `statements` in the order the units first meet them, each with that statement's text (as
-    one unit at a time does). Returns the other units that are not fast, for `_unit_tables` one
-    at a time."""
+    `keys`, asked for first) into `statements` and their envelopes into `tables` (through `sums`,
+    the chunk's), by the core in one walk (`UnitList.statement_tables`), each key's group made once
+    (`_Groups`). The groups go into `statements` in the order the units first meet them, each with
+    that statement's text (as one unit at a time does). Returns the other units that are not
+    fast, for `_unit_tables` one at a time."""
     ids, group_of, table_of, groups = _GROUPS.number(keys)
     got = units.statement_tables(ids, group_of, table_of, n)
+    by_group = sums.by_group
     for g, payload, envelope, k in zip(got.groups, got.payloads, got.envelopes, got.keys):
-        group, share = groups[g]
-        found = statements.get(group)
+        found = by_group.get(g)
         if found is None:
-            statements[group] = [payload, decode_text(keys[k].sql)]
-        else:
-            found[0] += payload
+            group, share = groups[g]
+            entry = statements.get(group)
+            if entry is None:
+                entry = statements[group] = [0, decode_text(keys[k].sql)]
+            found = by_group[g] = [entry, share, 0]
+        found[0][0] += payload
         if envelope:
-            tables[share] = tables.get(share, 0) + envelope
+            if not found[2]:
+                tables.setdefault(found[1], 0)
+            found[2] += envelope
     for key, size in ((FRAMING, got.framing), (OTHER, got.other)):
         if size:
             tables[key] = tables.get(key, 0) + size

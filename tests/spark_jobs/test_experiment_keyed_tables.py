@@ -74,7 +74,7 @@ def _by_table(src, slaves, chunk_bytes):
     return merge_tables(parts), merge_statements(parts)
 
 
-def _one_unit_at_a_time(units, n, keys, tables, statements):
+def _one_unit_at_a_time(units, n, keys, tables, statements, sums):
     """`keyed_tables` leaving every unit that is not fast to the per-unit way (control units
     counted as `_count_units` counted them before the core did)."""
     left = []
