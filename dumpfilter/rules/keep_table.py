@@ -268,6 +268,10 @@ class KeepTable:
                 self._by_reads[reads] = answer
         if self.gate is not None and answer.code == KEEP_KEEP:
             answer = self._answer(answer.decision, *_gated_key(key.key, sql, db, answer.decision, self.gate))
+        self._store(shape, answer)
+
+    def _store(self, shape: int, answer: KeyAnswer) -> None:
+        """Shape `shape`'s answer kept: its code, hit class and decision."""
         self._answers[shape] = answer
         self._codes[shape], self._hits[shape] = answer.code, answer.hits
         self.keys_decided += 1
@@ -315,10 +319,8 @@ class KeepTable:
             answer = None if reads is None else by_reads.get(reads)
             if answer is None:
                 self._decide_key(shape, keys[k])
-                continue
-            self._answers[shape] = answer
-            codes[shape], self._hits[shape] = answer.code, answer.hits
-            self.keys_decided += 1
+            else:
+                self._store(shape, answer)
 
     def account(self, rows: KeyRows, used: _core.KeysUsed) -> None:
         """Account the statements a walk answered by `rows`' key ids (`used`: the walk's

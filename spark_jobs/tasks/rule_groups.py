@@ -172,7 +172,7 @@ class RuleGroup:
 
 
 LEFT, STAYS = -1, -2  # `LoneUnits.klass`: a unit each group decides (`decide`); one that stays ROW_SLOW
-_UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_groups`)
+_UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_classes`)
 _U32 = struct.Struct("<I").pack_into  # a unit's class in `LoneUnits.class_of`, as the core reads it
 
 
@@ -272,7 +272,7 @@ class LoneUnits:
 
     def classify(self) -> None:
         """The class (`klass`) of each of the buffer's units of a GTID and one statement that the
-        core read, in one loop, once a buffer, before the core reads them (`_core.mark_groups`):
+        core read, in one loop, once a buffer, before the core reads them (`_core.mark_classes`):
         a text met before (`texts`: a DDL workload repeats its CREATE and DROP TABLE) is not
         parsed again."""
         if self._classified:

@@ -133,6 +133,7 @@ class KeyedSums:
 
     def __init__(self) -> None:
         self.by_group: dict[int, list[Any]] = {}  # group id -> [its statements entry, its envelope key, bytes]
+        self.groups: object = None  # the groups the ids number (`_Groups.number`'s; new when it forgets)
 
     def flush(self, tables: Tables) -> None:
         """The envelopes summed added to `tables`; none summed after."""
@@ -152,6 +153,9 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     that statement's text (as one unit at a time does). Returns the other units that are not
     fast, for `_unit_tables` one at a time."""
     ids, group_of, table_of, groups = _GROUPS.number(keys)
+    if sums.groups is not groups:  # (the ids numbered again past _Groups.KEPT: the sums by the old ones added)
+        sums.flush(tables)
+        sums.groups = groups
     got = units.statement_tables(ids, group_of, table_of, n)
     by_group = sums.by_group
     for g, payload, envelope, k in zip(got.groups, got.payloads, got.envelopes, got.keys):

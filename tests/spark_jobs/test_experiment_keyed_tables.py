@@ -182,3 +182,22 @@ def test_a_rule_sets_keys_are_decided_once_across_counts(mixed_binlogs, monkeypa
     decided.clear()
     assert [p.counts for chunk in chunks for p in bandwidth.count_chunk(chunk, slaves)] == first
     assert not decided
+
+
+def test_the_sums_by_group_id_hold_when_the_groups_are_numbered_again(mixed_binlogs, monkeypatch):
+    """A chunk's statements summed by group id (`statement_tables.KeyedSums`) keep to their own
+    groups when `_Groups` forgets its keys and numbers them again inside the chunk: buffers of
+    4 KB, each numbering from 0 again, count the bytes by table and statement that one numbering
+    for the whole binlog counts."""
+    slaves = [(["replicate-do-db=crm"], "heartbeat")]
+    topology = _topology(slaves)
+    kept = _by_table(mixed_binlogs, topology.slaves, None)
+    monkeypatch.setattr("dumpfilter.spark_jobs.tasks.chunks.READ_BYTES", 4096)
+    monkeypatch.setattr(statement_tables._Groups, "KEPT", 1)  # (every buffer's keys numbered from 0)
+    monkeypatch.setattr(statement_tables, "_GROUPS", statement_tables._Groups())
+    numbered = []
+    real_number = statement_tables._Groups.number
+    monkeypatch.setattr(statement_tables._Groups, "number",
+                        lambda self, keys: numbered.append(1) or real_number(self, keys))
+    assert _by_table(mixed_binlogs, topology.slaves, None) == kept
+    assert len(numbered) > 2  # the premise: many buffers in a chunk, each numbered again
