@@ -88,10 +88,8 @@ def _rule_group(rules: RuleSet, settings: Settings, gate: Gate | None) -> RuleGr
     statement key's and a class's answers depend on the rules alone, one per thread for every
     chunk it counts (a live master's every pass, and every range of one: a pass that keeps up
     with the streams counts a segment at a time): a table, a key and a class are decided once per
-    rule set, not once per chunk (issue #80 goal 1: each pass of a sysbench binlog decided its
-    ~290 key shapes again for each of 48 rule groups; a DDL-heavy binlog counted a segment at a
-    time decided each DDL's class again for each). Effective semantics replays the schema: a new
-    engine and group per chunk. A thread's groups number key shapes alike (one `KeyShapes`),
+    rule set, not once per chunk (issue #80 goal 1). Effective semantics replays the schema: a
+    new engine and group per chunk. A thread's groups number key shapes alike (one `KeyShapes`),
     classes alike (one `LoneUnits`) and share one schema model."""
     held: dict[tuple[str, str, Gate | None], RuleGroup] = _HELD.__dict__.setdefault("groups", {})
     shapes: KeyShapes | None = getattr(_HELD, "shapes", None)
