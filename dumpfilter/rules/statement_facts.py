@@ -64,6 +64,12 @@ def core_class(sql: str, default: str, skip: frozenset[Kind]) -> tuple[Kind, tup
     return kind, tuple(zip(found.dbs, found.names))
 
 
+def core_class_skip(skip: frozenset[Kind]) -> list[str]:
+    """The kinds `core_class` declines under `skip`, as a `_core.ClassIndex` takes them (its
+    classes are then `core_class`'s, numbered)."""
+    return sorted(kind.value for kind in _SPECIAL | skip)
+
+
 def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
     kind = _KINDS[facts.kind]
     refs = facts.refs
