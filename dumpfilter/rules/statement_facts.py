@@ -65,8 +65,8 @@ def core_class(sql: str, default: str, skip: frozenset[Kind]) -> tuple[Kind, tup
 
 
 def core_class_skip(skip: frozenset[Kind]) -> list[str]:
-    """The kinds `core_class` declines under `skip`, as a `_core.ClassIndex` takes them (its
-    classes are then `core_class`'s, numbered)."""
+    """The kinds `core_class` declines under `skip`, as `UnitList.lone_queries` takes them (its
+    class numbers are then `core_class`'s classes, numbered)."""
     return sorted(kind.value for kind in _SPECIAL | skip)
 
 

@@ -119,7 +119,7 @@ pub fn parens_close(sql: &[u8]) -> bool {
 }
 
 /// The facts of `sql` where its class is its kind and updated tables alone (`_core.statement_class`,
-/// `_core.ClassIndex`): no CTE, no rename, and a table updated or none read.
+/// `UnitList.lone_queries`' class numbers): no CTE, no rename, and a table updated or none read.
 pub fn class(sql: &[u8]) -> Option<Facts> {
     let f = facts(sql)?;
     let reads = f.read_text.is_some() || !f.refs.is_empty() || !f.read.is_empty();
