@@ -16,7 +16,6 @@ from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.decider import Gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.keep_table import KeepTable
-from dumpfilter.rules.reach import Reach
 from dumpfilter.rules.schema import SCHEMA_KINDS
 from dumpfilter.rules.statement_facts import core_class, core_class_skip
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
@@ -57,15 +56,14 @@ class RuleGroup:
     statement by what rpl_filter.cc reads of it (its decision class, `LoneUnits.decides`): its
     default database, a database statement's name, whether table rules pass it by, the tables it
     updates, and its kind only where the decision reads it (`RuleEngine.KINDS_READ`); then those
-    tables' verdicts (`RuleEngine.table_reads`, once per rule group and set of tables), or, where
-    the rules name none of its databases (`reach`), the answer of the first group of the same
-    kinds of rule. The core sets the units of an answered class (`_core.mark_classes`). No such
-    decision reads the schema model: the thread's engines share one, which `answer_all` replays
-    once a unit for all groups (`schema`). Trigger DDL, multi-table UPDATEs and what does not
-    parse are decided one by one, in stream order."""
+    tables' verdicts (`RuleEngine.table_reads`, once per rule group and set of tables). The core
+    sets the units of an answered class (`_core.mark_classes`). No such decision reads the schema
+    model: the thread's engines share one, which `answer_all` replays once a unit for all groups
+    (`schema`). Trigger DDL, multi-table UPDATEs and what does not parse are decided one by one,
+    in stream order."""
 
     __slots__ = ("filter", "keeps", "results", "by_database", "plain", "lone", "engine", "codes", "by_reads", "steps",
-                 "reach", "schema")
+                 "schema")
 
     def __init__(self, keeps: KeepTable, settings: Settings) -> None:
         self.keeps = keeps  # (held across chunks with the group: bandwidth._rule_group)
@@ -83,9 +81,8 @@ class RuleGroup:
                                  and not (rules.rewrite_db or rules.effective_do or rules.effective_ignore)
                                  and not engine.names.lower_incoming) else None
         self.codes = bytearray()  # a lone statement's row byte by its key (LoneUnits.klass), _UNDECIDED before
-        self.by_reads: dict[Hashable, int] = {}  # and by what its decision reads, or its fact (`_by_reads`)
+        self.by_reads: dict[tuple[int, int], int] = {}  # and by what its decision reads (`_by_reads`)
         self.steps: dict[int, int] = {}  # `table_reads` numbered, by LoneUnits' number of its tables
-        self.reach = Reach(rules, self.engine.settings) if self.engine is not None and rules is not None else None
         self.lone: LoneUnits | None = None
         # The schema model its engine shares with the thread's other engines, which `answer_all`
         # replays once a unit (the engine replays none); None where the engine replays its own.
@@ -148,23 +145,15 @@ class RuleGroup:
         """Decision class d's row byte, met first at unit k: that of the first class whose decision
         read the same (the class's reads but its tables', `LoneUnits.parts`, and its tables'
         verdicts of the same rules, `RuleEngine.table_reads`, as a tenant's scratch tables' DDL),
-        else its own decision's; where the rules name none of its databases (`Reach.blind_to`), that
-        the first group of the same kinds of rule gave its fact (its reads and those databases)."""
-        assert self.engine is not None and self.lone is not None and self.reach is not None  # (answered by parse)
-        lone, reach = self.lone, self.reach
-        base, tables, updated, named = lone.parts[d]
-        if (code := self.by_reads.get(fact := (base, named))) is not None:  # (a fact's: ints, then names)
-            return code
-        blind = (reach.signature, fact) if reach.blind_to(named) else None
-        if blind is None or (code := lone.blind.get(blind)) is None:
-            steps = self.steps.get(tables)
-            if steps is None:  # (the tables' verdicts: read once)
-                steps = self.steps[tables] = lone.number(self.engine.table_reads(updated))
-            code = self.by_reads.get((base, steps))
-            if code is None:
-                code = self.by_reads[(base, steps)] = self._code(self.result(k, unit := txn(k)), unit)
-        if blind is not None:
-            lone.blind[blind] = self.by_reads[fact] = code
+        else its own decision's."""
+        assert self.engine is not None and self.lone is not None  # (answered by parse)
+        base, tables, updated = self.lone.parts[d]
+        steps = self.steps.get(tables)
+        if steps is None:  # (the tables' verdicts: read once)
+            steps = self.steps[tables] = self.lone.number(self.engine.table_reads(updated))
+        code = self.by_reads.get((base, steps))
+        if code is None:
+            code = self.by_reads[(base, steps)] = self._code(self.result(k, unit := txn(k)), unit)
         return code
 
     def decide(self, out: bytearray, k: int, unit: Transaction) -> None:
@@ -200,10 +189,8 @@ class LoneUnits:
         self.decides: list[int] = []  # by key: its decision class
         self.classes_by: dict[Hashable, int] = {}  # decision classes by what their decisions read
         # by decision class: the number of what its decision reads but its tables' verdicts, and of
-        # its tables (`number`: RuleGroup._by_reads keys by small numbers), its tables, and the
-        # databases it names (its default database, a database statement's, its tables')
-        self.parts: list[tuple[int, int, tuple[TableRef, ...], tuple[str | None, ...]]] = []
-        self.blind: dict[Hashable, int] = {}  # a fact's row byte by the kinds of rule that name none of it
+        # its tables (`number`: RuleGroup._by_reads keys by small numbers), and its tables
+        self.parts: list[tuple[int, int, tuple[TableRef, ...]]] = []
         self.numbers: dict[Hashable, int] = {}
         self._plain: Lone = []
         # the others, by unit: (default database, text, its GTID's size, its size, the core's class
@@ -360,16 +347,14 @@ class LoneUnits:
              replay: Replay) -> tuple[int, Replay]:
         """Key `key`'s number (numbered, with its decision class, when first met; LEFT past
         KEYS_MAX), and `replay` where it has one."""
-        db = key[0]
         found = self.keys.get(key, LEFT)
         if found == LEFT and len(self.keys) < self.KEYS_MAX:
             found = self.keys[key] = len(self.keys)
             self.infos.append(key[:3])
-            reads = (db, key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
+            reads = (key[0], key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
             if (d := self.classes_by.get((reads, key[2]))) is None:
                 d = self.classes_by[(reads, key[2])] = len(self.parts)
-                self.parts.append((self.number(reads), self.number(key[2]), key[2],
-                                   (db, key[3], *(table[0] for table in key[2]))))
+                self.parts.append((self.number(reads), self.number(key[2]), key[2]))
             self.decides.append(d)
         return found, (replay if found != LEFT else None)
 
