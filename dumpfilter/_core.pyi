@@ -430,7 +430,6 @@ class KeyIndex:
     the new ones. `twins`: plain INSERT, REPLACE, DELETE and UPDATE keys of one table and
     database take one number (their decisions under rpl_filter.cc do not read the verb:
     rules.keep_table's shapes). Numbering holds a lock: threads may share an index.
-    (`UnitList.lone_queries` numbers lone statements' classes in one too, and remembers its texts'.)
     """
     def __new__(cls, twins: builtins.bool = ...) -> KeyIndex: ...
     def number(self, keys: typing.Sequence[typing.Any]) -> KeyNumbers:
@@ -540,11 +539,6 @@ class LoneQuery:
     def plain(self) -> typing.Optional[builtins.bool]: ...
     @property
     def sql(self) -> str: ...
-    @property
-    def klass(self) -> typing.Optional[builtins.int]:
-        r"""
-        With `classes`, a unit with a GTID: its class's number (None: a class Python reads).
-        """
 
 @typing.final
 class LoneText:
@@ -1441,7 +1435,7 @@ class UnitList:
         r"""
         The indexes of the units from `start` on with any flag of `mask`.
         """
-    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ..., classes: typing.Optional[KeyIndex] = None, skip: typing.Sequence[builtins.str] = ...) -> LoneQueries:
+    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ...) -> LoneQueries:
         r"""
         The units that are a complete GTID and one plain QUERY event (see
         unit_list::UnitList::lone_query), in order: what the master's statement flag words answer, read
@@ -1453,8 +1447,7 @@ class UnitList:
         gives per part (its format's QUERY post-header length, its checksum length, the first unit
         the format is in force for): the part's units before that one (an FDE inside the part
         changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
-        surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery of a unit with a
-        GTID numbered there by its class (`klass`; `skip`: kinds left to Python), across calls.
+        surrogateescape, as `codec.event.query_text` does.
         """
     def rows_many(self, keeps: list[bytes], stmt_keeps: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, gated: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, formats: typing.Optional[typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]] = None) -> list[bytes]:
         r"""

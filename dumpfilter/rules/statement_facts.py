@@ -64,12 +64,6 @@ def core_class(sql: str, default: str, skip: frozenset[Kind]) -> tuple[Kind, tup
     return kind, tuple(zip(found.dbs, found.names))
 
 
-def core_class_skip(skip: frozenset[Kind]) -> list[str]:
-    """The kinds `core_class` declines under `skip`, as `UnitList.lone_queries` takes them (its
-    class numbers are then `core_class`'s classes, numbered)."""
-    return sorted(kind.value for kind in _SPECIAL | skip)
-
-
 def _info(facts: _core.StatementFacts, sql: str, default: str) -> StatementInfo:
     kind = _KINDS[facts.kind]
     refs = facts.refs

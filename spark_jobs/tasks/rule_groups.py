@@ -17,7 +17,7 @@ from dumpfilter.rules.decider import Gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.schema import SCHEMA_KINDS
-from dumpfilter.rules.statement_facts import core_class, core_class_skip
+from dumpfilter.rules.statement_facts import core_class
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
@@ -193,9 +193,9 @@ class LoneUnits:
         self.parts: list[tuple[int, int, tuple[TableRef, ...]]] = []
         self.numbers: dict[Hashable, int] = {}
         self._plain: Lone = []
-        # the others, by unit: (default database, text, its GTID's size, its size, the core's class
-        # number or None), each read off the core's record once (its fields are attribute reads, a call each)
-        self._queries: dict[int, tuple[str | None, str, int, int, int | None]] = {}
+        # the others, by unit: (default database, text, its GTID's size, its size), each read off the
+        # core's record once (its fields are attribute reads, a call each)
+        self._queries: dict[int, tuple[str | None, str, int, int]] = {}
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         # the buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
@@ -204,10 +204,6 @@ class LoneUnits:
         self._groups: dict[int, StatementGroup] = {}  # by key: its statements' group in the bytes by table
         self._sums: dict[int, list[int]] = {}  # by key: its units' bytes this chunk (`tally`)
         self.texts: dict[tuple[str | None, str], tuple[int, Replay]] = {}  # `_parsed`'s, by text
-        # The lone statements' classes as the core numbers them in its pass (`core_class`'s, with
-        # their default database), and by that number each one's class here and replay
-        self.core = _core.KeyIndex()
-        self.by_core: list[tuple[int, Replay]] = []
         self._text_chars, self._classified = 0, False
         self.read: Callable[[], _core.LoneQueries] | None = None
         self.txn: Callable[[int], Transaction] | None = None
@@ -220,7 +216,7 @@ class LoneUnits:
         self.classes.clear()
         self.class_of = bytearray(b"\xff" * (4 * len(units)))
         self.replays.clear()
-        self.read = lambda: units.lone_queries(formats, every=True, classes=self.core, skip=_CORE_SKIP)
+        self.read = lambda: units.lone_queries(formats, every=True)
 
     def plain(self) -> Lone:
         """The buffer's units of a GTID and one plain statement (`plain_statement`), by default database."""
@@ -237,11 +233,8 @@ class LoneUnits:
         self._plain = [(group.db, group.units) for group in found.plain]
         queries, plain = self._queries, self._plain
         for q in found.others:
-            k, db, sql, klass = q.unit, q.db, q.sql, q.klass
-            queries[k] = (db, sql, q.gtid_size, q.size, klass)
-            if klass is not None and klass == len(self.by_core):  # (a class first met, its number the next)
-                read = core_class(sql, db or "", _PARSED)  # (the one reader of it: the core's class, once)
-                self.by_core.append(self._keyed(db, read) if read is not None else (LEFT, None))
+            k, db, sql = q.unit, q.db, q.sql
+            queries[k] = (db, sql, q.gtid_size, q.size)
             if q.plain is None and plain_statement(sql):
                 plain.append((db, k.to_bytes(4, "little")))
 
@@ -284,10 +277,10 @@ class LoneUnits:
             return
         self._read()
         self._classified, texts, classes, replays, decides = True, self.texts, self.classes, self.replays, self.decides
-        class_of, parsed, by_core = self.class_of, self._parsed, self.by_core
-        for k, (db, sql, gtid, _, klass) in self._queries.items():
+        class_of, parsed = self.class_of, self._parsed
+        for k, (db, sql, gtid, _) in self._queries.items():
             if gtid:
-                c, replay = by_core[klass] if klass is not None else texts.get((db, sql)) or parsed(db, sql)
+                c, replay = texts.get((db, sql)) or parsed(db, sql)
                 classes[k] = c
                 if replay is not None:
                     replays[k] = (sql, db, replay)
@@ -316,17 +309,30 @@ class LoneUnits:
     def _parsed(self, db: str | None, sql: str) -> tuple[int, Replay]:
         """The class of statement `sql` under default database `db`, and its parse where the schema
         model replays it (DDL, CREATE FUNCTION; an ALTER TABLE's table, deferred), else None;
-        remembered by text (`texts`): a text the core does not number by its class (`_read`)."""
+        remembered by text (`texts`)."""
         # (not through the parses the master's decisions remember: a DDL workload's texts, each met
         # once, would push theirs out; `texts` remembers these)
-        read = core_class(sql, db or "", _PARSED)
-        if read is not None:
-            found, replay = self._keyed(db, read)
-        else:  # (a kind the model replays, or one read its own way: the whole parse)
+        found, read = LEFT, core_class(sql, db or "", _PARSED)
+        # (an ALTER TABLE read so renames nothing: the model replays it once read, `SchemaModel.defer`)
+        replay: Replay = read[1][0] if read is not None and read[0] is Kind.ALTER_TABLE and read[1] else None
+        key: tuple[str | None, Kind, tuple[TableRef, ...], str | None, bool, bool] | None = (
+            None if read is None else (db, *read, None, False, bool(read[1])))
+        if read is None:  # (a kind the model replays, or one read its own way: the whole parse)
             info = statement_tables(sql, db or "", remember=False)
-            found, replay = (LEFT, None) if not info.parse_ok or info.kind in _ONE_BY_ONE else self._key(
-                (db, info.kind, info.updated, info.db_statement_name, info.exempt_from_table_rules, info.has_tables),
-                info if info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE else None)
+            if info.parse_ok and info.kind not in _ONE_BY_ONE:
+                key = (db, info.kind, info.updated, info.db_statement_name, info.exempt_from_table_rules, info.has_tables)
+                replay = info if info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE else None
+        if key is not None:
+            found = self.keys.get(key, LEFT)
+            if found == LEFT and len(self.keys) < self.KEYS_MAX:
+                found = self.keys[key] = len(self.keys)
+                self.infos.append(key[:3])
+                reads = (db, key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
+                if (d := self.classes_by.get((reads, key[2]))) is None:
+                    d = self.classes_by[(reads, key[2])] = len(self.parts)
+                    self.parts.append((self.number(reads), self.number(key[2]), key[2]))
+                self.decides.append(d)
+            replay = replay if found != LEFT else None
         if len(sql) <= _TEXT_MAX:
             if len(self.texts) >= self.KEYS_MAX or self._text_chars + len(sql) > _TEXTS_CHARS:
                 self.texts.clear()
@@ -334,29 +340,6 @@ class LoneUnits:
             self.texts[(db, sql)] = (found, replay)
             self._text_chars += len(sql)
         return found, replay
-
-    def _keyed(self, db: str | None, read: tuple[Kind, tuple[TableRef, ...]]) -> tuple[int, Replay]:
-        """The class of a statement `core_class` read (`read`: its kind and updated tables);
-        an ALTER TABLE read so renames nothing: the model replays it once read, by its table
-        (`SchemaModel.defer`)."""
-        kind, tables = read
-        return self._key((db, kind, tables, None, False, bool(tables)),
-                         tables[0] if kind is Kind.ALTER_TABLE and tables else None)
-
-    def _key(self, key: tuple[str | None, Kind, tuple[TableRef, ...], str | None, bool, bool],
-             replay: Replay) -> tuple[int, Replay]:
-        """Key `key`'s number (numbered, with its decision class, when first met; LEFT past
-        KEYS_MAX), and `replay` where it has one."""
-        found = self.keys.get(key, LEFT)
-        if found == LEFT and len(self.keys) < self.KEYS_MAX:
-            found = self.keys[key] = len(self.keys)
-            self.infos.append(key[:3])
-            reads = (key[0], key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
-            if (d := self.classes_by.get((reads, key[2]))) is None:
-                d = self.classes_by[(reads, key[2])] = len(self.parts)
-                self.parts.append((self.number(reads), self.number(key[2]), key[2]))
-            self.decides.append(d)
-        return found, (replay if found != LEFT else None)
 
 
 # `LoneUnits.texts` remembers statements up to this long, and this many characters of them in all
@@ -368,6 +351,5 @@ _TEXT_MAX, _TEXTS_CHARS = 4096, 4 << 20
 _ONE_BY_ONE = frozenset({Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.UPDATE_MULTI})
 # The kinds `_parsed` reads the whole parse of: those the schema model replays, those above, SET (exempt).
 _PARSED = (SCHEMA_KINDS - {Kind.ALTER_TABLE}) | _ONE_BY_ONE | {Kind.ROUTINE, Kind.SET}
-_CORE_SKIP = core_class_skip(_PARSED)  # (the core's numbers: `core_class`'s classes under _PARSED)
 
 

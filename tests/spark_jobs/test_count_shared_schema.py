@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from dumpfilter import _core
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.transaction_filter import KEEP, KEPT, TransactionFilter
@@ -206,10 +205,8 @@ def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor, r
 
 
 def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
-    """A DDL workload repeats its scratch tables' CREATE and DROP: each text the core does not number
-    by its class (`UnitList.lone_queries`: the ALTERs, each naming a column of its own, are one class,
-    read once) is parsed once for the count's classes (`LoneUnits.texts`), and the counts are those
-    of parsing each unit."""
+    """A DDL workload repeats its scratch tables' CREATE and DROP: each text is parsed once for the
+    count's classes (`LoneUnits.texts`), and the counts are those of parsing each unit."""
     from dumpfilter.spark_jobs.tasks import rule_groups
 
     build = Build("mariadb").q("CREATE DATABASE db")
@@ -218,19 +215,15 @@ def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
         build.q("DROP TABLE IF EXISTS s", db="db")
     path = build.write(tmp_path / "m-bin.000001")
     parsed: list[str] = []
-    real, real_lone = rule_groups.core_class, _core.UnitList.lone_queries  # (every text's first reader)
+    real = rule_groups.core_class  # (every text's first reader)
     monkeypatch.setattr(rule_groups, "core_class", lambda sql, db, skip: parsed.append(sql) or real(sql, db, skip))
     names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
     once = _count(path, names)
-    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 4  # CREATE DATABASE, CREATE, DROP, the ALTERs' class
-    monkeypatch.setattr(rule_groups, "_TEXTS_CHARS", 60)  # two texts at a time: some parsed again
+    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 8  # CREATE DATABASE, 5 ALTERs, CREATE, DROP
+    monkeypatch.setattr(rule_groups, "_TEXTS_CHARS", 100)  # three or four texts at a time: some parsed again
     parsed.clear()
-    assert _count(path, names) == once and 4 < len(parsed) < 12
-    monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit the core leaves parsed
-    parsed.clear()
-    assert _count(path, names) == once and len(parsed) == 12
-    # Classed by Python, every unit: the counts are the same.
-    monkeypatch.setattr(_core.UnitList, "lone_queries", lambda self, formats, every, **_: real_lone(self, formats, every))
+    assert _count(path, names) == once and 8 < len(parsed) < 16
+    monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
     parsed.clear()
     assert _count(path, names) == once and len(parsed) == 16
 

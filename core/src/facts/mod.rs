@@ -118,14 +118,6 @@ pub fn parens_close(sql: &[u8]) -> bool {
     depth == 0
 }
 
-/// The facts of `sql` where its class is its kind and updated tables alone (`_core.statement_class`,
-/// `UnitList.lone_queries`' class numbers): no CTE, no rename, and a table updated or none read.
-pub fn class(sql: &[u8]) -> Option<Facts> {
-    let f = facts(sql)?;
-    let reads = f.read_text.is_some() || !f.refs.is_empty() || !f.read.is_empty();
-    (f.ctes.is_empty() && f.renames.is_empty() && !(f.updated.is_empty() && reads)).then_some(f)
-}
-
 /// The facts of `sql` (a Query's text), or None: no statement the rules read.
 pub fn facts(sql: &[u8]) -> Option<Facts> {
     let first = sql.iter().position(|b| !lex::space(*b))?;

@@ -226,9 +226,13 @@ pub(super) fn statement_class<'py>(
     sql: &[u8],
     default: &Bound<'py, PyString>,
 ) -> PyResult<Option<StatementClass>> {
-    let Some(f) = crate::facts::class(sql) else {
+    let Some(f) = crate::facts::facts(sql) else {
         return Ok(None);
     };
+    let reads = f.read_text.is_some() || !f.refs.is_empty() || !f.read.is_empty();
+    if !f.ctes.is_empty() || !f.renames.is_empty() || (f.updated.is_empty() && reads) {
+        return Ok(None);
+    }
     let (dbs, names) = (PyList::empty(py), PyList::empty(py));
     for (db, name) in &f.updated {
         match db {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
@@ -18,26 +18,11 @@ use crate::stmt_keys::KeyHasher;
 /// the new ones. `twins`: plain INSERT, REPLACE, DELETE and UPDATE keys of one table and
 /// database take one number (their decisions under rpl_filter.cc do not read the verb:
 /// rules.keep_table's shapes). Numbering holds a lock: threads may share an index.
-/// (`UnitList.lone_queries` numbers lone statements' classes in one too, and remembers its texts'.)
 #[stub]
 #[pyclass(frozen, module = "dumpfilter._core", name = "KeyIndex")]
 pub(super) struct PyKeyIndex {
     twins: bool,
-    numbers: Mutex<KeyNumbering>,
-    texts: Mutex<KeyNumbering>,
-}
-
-pub(super) type KeyNumbering = HashMap<Vec<u8>, u32, BuildHasherDefault<KeyHasher>>;
-
-impl PyKeyIndex {
-    /// The numbering, and the texts remembered with their class numbers (`lone_queries`).
-    pub(super) fn lock(&self) -> (MutexGuard<'_, KeyNumbering>, MutexGuard<'_, KeyNumbering>) {
-        let texts = self.texts.lock().unwrap_or_else(|e| e.into_inner());
-        (
-            self.numbers.lock().unwrap_or_else(|e| e.into_inner()),
-            texts,
-        )
-    }
+    numbers: Mutex<HashMap<Vec<u8>, u32, BuildHasherDefault<KeyHasher>>>,
 }
 
 #[stub]
@@ -49,14 +34,13 @@ impl PyKeyIndex {
         PyKeyIndex {
             twins,
             numbers: Mutex::default(),
-            texts: Mutex::default(),
         }
     }
 
     /// Each key's number, and the positions in `keys` of the keys numbered by this call. A key
     /// is a StatementKey, or any object whose `key` is its bytes.
     fn number<'py>(&self, py: Python<'py>, keys: Vec<Bound<'py, PyAny>>) -> PyResult<KeyNumbers> {
-        let mut numbers = self.lock().0;
+        let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
         let (mut packed, mut new) = (Vec::with_capacity(4 * keys.len()), Vec::new());
         let mut bytes: Vec<u8> = Vec::new();
         for (at, key) in keys.iter().enumerate() {
@@ -91,13 +75,14 @@ impl PyKeyIndex {
 
     /// The keys numbered so far.
     fn __len__(&self) -> usize {
-        self.lock().0.len()
+        self.numbers.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
     /// Every number forgotten: the next key met is 0 again.
     fn clear(&self) {
-        let (mut numbers, mut texts) = self.lock();
-        numbers.clear();
-        texts.clear();
+        self.numbers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }

@@ -306,8 +306,6 @@ records! {
         db: Py<PyString>,
         plain: Option<bool>,
         sql: Py<PyString>,
-        /// With `classes`, a unit with a GTID: its class's number (None: a class Python reads).
-        klass: Option<u32>,
     }
 
     /// `UnitList.lone_queries`: the lone-statement units of a segment.

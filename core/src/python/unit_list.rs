@@ -339,19 +339,15 @@ impl PyUnitList {
     /// gives per part (its format's QUERY post-header length, its checksum length, the first unit
     /// the format is in force for): the part's units before that one (an FDE inside the part
     /// changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
-    /// surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery of a unit with a
-    /// GTID numbered there by its class (`klass`; `skip`: kinds left to Python), across calls.
-    #[pyo3(signature = (formats, every = false, classes = None, skip = Vec::new()))]
+    /// surrogateescape, as `codec.event.query_text` does.
+    #[pyo3(signature = (formats, every = false))]
     fn lone_queries<'py>(
         &self,
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
         every: bool,
-        classes: Option<PyRef<'py, super::key_index::PyKeyIndex>>,
-        skip: Vec<String>,
     ) -> PyResult<LoneQueries> {
-        let classes = (classes.as_deref(), &skip[..]);
-        super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats, every, classes)
+        super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats, every)
     }
 
     /// Each slave's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)

@@ -9,7 +9,6 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
 use super::held::Held;
-use super::key_index::{KeyNumbering, PyKeyIndex};
 use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids};
 use super::text;
 use crate::gate_reads::GateReads;
@@ -25,10 +24,8 @@ pub(super) fn lone_queries(
     bufs: &[Held],
     formats: &[(usize, usize, usize)],
     every: bool,
-    (classes, skip): (Option<&PyKeyIndex>, &[String]),
 ) -> PyResult<LoneQueries> {
     let others = PyList::empty(py);
-    let mut numbers = classes.map(|c| c.lock());
     // A segment's DDL names a few databases: a short list beats hashing.
     let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
     for (k, u) in list.units.iter().enumerate() {
@@ -51,10 +48,6 @@ pub(super) fn lone_queries(
                 plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
             }
             if is_plain != Some(true) || every {
-                let klass = match numbers.as_mut() {
-                    Some((n, texts)) if u.gtid_size > 0 => class_number(n, texts, db, sql, skip),
-                    _ => None,
-                };
                 others.append(LoneQuery {
                     unit: k,
                     gtid_size: u.gtid_size as usize,
@@ -62,7 +55,6 @@ pub(super) fn lone_queries(
                     db: text(py, db)?.unbind(),
                     plain: is_plain,
                     sql: text(py, sql)?.unbind(),
-                    klass,
                 })?;
             }
         }
@@ -77,46 +69,6 @@ pub(super) fn lone_queries(
         plain: super::list(py, groups)?,
         others: others.unbind(),
     })
-}
-
-/// The number of `sql`'s class under default database `db` (numbered in `numbers` when first
-/// met): `rules.statement_facts.core_class`'s reading of it (crate::facts::class: its kind and
-/// updated tables, the default database where the text names none), with `db`; None where that
-/// declines or the kind is in `skip`. A text of up to 512 bytes is read once (`texts`, 8192 at
-/// most: a DDL workload repeats its scratch tables' CREATE and DROP, which Python reads).
-fn class_number(
-    numbers: &mut KeyNumbering,
-    texts: &mut KeyNumbering,
-    db: &[u8],
-    sql: &[u8],
-    skip: &[String],
-) -> Option<u32> {
-    let text = [&(db.len() as u32).to_le_bytes()[..], db, sql].concat();
-    if let Some(&n) = texts.get(&text) {
-        return (n != u32::MAX).then_some(n);
-    }
-    let found = crate::facts::class(sql)
-        .filter(|f| !skip.iter().any(|k| k == f.kind))
-        .map(|f| {
-            let mut key = Vec::with_capacity(64); // (each part length-prefixed)
-            let tables = f
-                .updated
-                .iter()
-                .flat_map(|(d, n)| [d.as_deref().unwrap_or(db), n]);
-            for part in [f.kind.as_bytes(), db].into_iter().chain(tables) {
-                key.extend_from_slice(&(part.len() as u32).to_le_bytes());
-                key.extend_from_slice(part);
-            }
-            let next = numbers.len() as u32;
-            *numbers.entry(key).or_insert(next)
-        });
-    if sql.len() <= 512 {
-        if texts.len() >= 8192 {
-            texts.clear();
-        }
-        texts.insert(text, found.unwrap_or(u32::MAX));
-    }
-    found
 }
 
 /// `UnitList.rows_many` (see there) of `list`, its parts' buffers `bufs` and its gate reads
