@@ -109,11 +109,9 @@ class MasterClient:
 
 
 def _filter_row(row: dump_pb2.FilterRow, *, counter: bool) -> Row:
-    out: Row = {"SERVER_ID": row.server_id, "CHANNEL_NAME": row.channel_name, "FILTER_NAME": row.filter_name,
-           "FILTER_RULE": row.filter_rule, "CONFIGURED_BY": row.configured_by, "ACTIVE_SINCE": row.active_since}
-    if counter:
-        out["COUNTER"] = row.counter
-    return out
+    return {"SERVER_ID": row.server_id, "CHANNEL_NAME": row.channel_name, "FILTER_NAME": row.filter_name,
+            "FILTER_RULE": row.filter_rule, "CONFIGURED_BY": row.configured_by, "ACTIVE_SINCE": row.active_since,
+            **({"COUNTER": row.counter} if counter else {})}
 
 
 def _status_row(s: dump_pb2.SlaveStats) -> Row:
@@ -173,9 +171,7 @@ def channel_name(channel: str) -> str:
 
 
 def _cell(value: object) -> str:
-    if isinstance(value, dict):
-        return ",".join(f"{k}={v}" for k, v in value.items())
-    return str(value)
+    return ",".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, dict) else str(value)
 
 
 MAX_SERVER_ID = 2**32 - 1  # server_id is a 32-bit unsigned variable in mysqld

@@ -25,10 +25,8 @@ def temp_beside(directory: str | os.PathLike[str], prefix: str, suffix: str = ""
     fifth of the offline `filter` command's start."""
     for _ in range(100):
         path = os.path.join(directory, f"{prefix}{os.urandom(6).hex()}{suffix}")
-        try:
+        with contextlib.suppress(FileExistsError):
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600), path
-        except FileExistsError:
-            continue
     raise FileExistsError(f"no free temporary name in {directory}")
 
 
@@ -60,8 +58,7 @@ def readable_file(path: str | os.PathLike[str], option: str) -> Path:
 
     target = Path(path)
     try:
-        with open_regular(target):
-            pass
+        open_regular(target).close()
     except (OSError, ValueError) as exc:
         raise OutputError(f"{option} {target}: cannot read it: {getattr(exc, 'strerror', None) or exc}") from None
     return target

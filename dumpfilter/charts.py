@@ -381,13 +381,12 @@ def timeline_chart(series: Sequence[Row], path: str | os.PathLike[str], *, title
     xs = [dt.datetime.fromtimestamp(start + k * width, dt.UTC) for k in range(count)]
     xs.append(dt.datetime.fromtimestamp(max(end + 1, start + count * width), dt.UTC))
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
-    drawn: DrawnTimeline = {"start": start, "width": width, "series": [], "unit": "", "lines": []}
     reference_style = {"color": REFERENCE_COLOR, "linestyle": "--", "linewidth": 1.1}
     every = [(name + (LINT_TAG if breaks else ""), rates, reference_style if name == REFERENCE_LABEL and reference
               and k == 0 else {"linewidth": 1.5}, breaks) for k, (name, rates, breaks) in enumerate(bins["lines"])]
     highest = max((max(rates) for _, rates, _, _ in every), default=0.0)
     scale, unit = (1.0, "MB/s") if highest >= 1.0 else (1e3, "kB/s")  # a small binlog reads better in kB/s
-    drawn["unit"], drawn["lines"] = unit, []
+    drawn: DrawnTimeline = {"start": start, "width": width, "series": [], "unit": unit, "lines": []}
     top = 0.0
     for label, rates, style, breaks in every:
         shown = [r * scale for r in rates]

@@ -354,7 +354,7 @@ class Slave:
                         self.caught_up_after = time.monotonic() - self._dumped_at
                     self.caught_up = True
                     if cfg.apply_url:
-                        self.relay.drain()  # --apply runs only what relay-log.info has committed
+                        self.relay.committer.drain()  # --apply runs only what relay-log.info has committed
                         self.apply()
                     if cfg.until_caught_up:
                         if cfg.lint_wait > 0:
@@ -513,11 +513,8 @@ class Slave:
 
         rules = self.config.rules
         self.info.filters = {filter_name(t): format_rule(t, getattr(rules, t)) for t in REPLICATE_TYPES}
-        allow = []
-        for effective in self.effective:
-            if effective.channel == self.config.channel and effective.policy_restricted:
-                allow = list(effective.policy_allow)
-        self.info.policy_allow = allow
+        self.info.policy_allow = next((list(e.policy_allow) for e in reversed(self.effective)
+                                       if e.channel == self.config.channel and e.policy_restricted), [])
 
     def _save_error(self, exc: grpc.RpcError) -> None:
         self.info.last_error = f"{exc.code().name}: {exc.details()}"

@@ -454,7 +454,7 @@ class RelayLog:
         `info` (taken now) as relay-log.info. The Python buffer is flushed here, so the fsync
         sees every byte written before this call. `now`: without waiting for the interval."""
         if self.file is None:  # no relay file yet (nothing but heartbeats so far): nothing to fsync
-            self.drain()
+            self.committer.drain()
             info.save(self.directory)
             return
         self.file.flush()
@@ -462,10 +462,6 @@ class RelayLog:
         idle, self._handed = at == self._handed, at
         self.committer.owner = info
         self.committer.submit(self.file.fileno(), info.snapshot(), now, idle)
-
-    def drain(self) -> None:
-        """Every commit handed over is on disk (raises the committer's error if one failed)."""
-        self.committer.drain()
 
     def _rotate(self, fde: Event | None = None) -> None:
         assert self.file is not None and self.fde is not None  # only an open relay file rotates

@@ -139,8 +139,7 @@ def _launch_own_gateway(app_name: str, master: str | None, settings: dict[str, s
     spark_conf = SparkConf(loadDefaults=False).setAppName(app_name)
     if master:
         spark_conf.setMaster(master)
-    for key, value in settings.items():
-        spark_conf.set(key, value)
+    spark_conf.setAll(list(settings.items()))
     from pyspark import java_gateway
 
     started: list[subprocess.Popen[bytes]] = []

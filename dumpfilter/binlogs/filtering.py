@@ -170,8 +170,7 @@ class BinlogFilter:
     def _consumed_control(self, event: Event) -> None:
         """An FDE the sink wrote (or framed) itself: filtered for its side effects and counted."""
         self.keeps.forget_tables()
-        result = self.tfilter.filter(Transaction(CONTROL, [event]))
-        self.stats.add_result(result)
+        self.stats.add_result(self.tfilter.filter(Transaction(CONTROL, [event])))
 
     def filter_paths(self, paths: Iterable[str | os.PathLike[str]]) -> FilterStats:
         for path in paths:
@@ -253,21 +252,17 @@ class BinlogFilter:
                       start: int) -> tuple[bytes, int]:
         """The answers of the units that are not fast from unit `start` on, up to the first one
         that is not a statement alone (a GTID and one Query: DDL, standalone groups; or one Query
-        without a GTID): each decided by the
-        TransactionFilter in stream order (so the schema model replays as before), kept whole
-        (KEEP_KEEP) or emptied (KEEP_DROP), the others KEEP_ASK, for the assembly to write in bulk. Returns
-        (one byte per unit of the scan, the index the answers stop at)."""
+        without a GTID): each decided by the TransactionFilter in stream order (so the schema model
+        replays as before), kept whole (KEEP_KEEP) or emptied (KEEP_DROP), the others KEEP_ASK, for
+        the assembly to write in bulk. Returns (one byte per unit of the scan, the index the answers stop at)."""
         answers = bytearray([KEEP_ASK]) * len(units)
         lone_kept = self.tfilter.lone_text_kept
         crc_len = fmt.checksum_len
         stop = len(units)
         for i in slow[bisect.bisect_left(slow, start):]:
             lone = units.lone_statement(i, crc_len, mysql=True)
-            if lone is None:
-                stop = i
-                break
-            text = query_text(buf, lone[0], lone[1], fmt)
-            if text is None:  # Query_compressed, or malformed (an error raised in order by the per-unit path)
+            text = None if lone is None else query_text(buf, lone[0], lone[1], fmt)
+            if text is None:  # no lone statement, Query_compressed, or malformed (raised in order per unit)
                 stop = i
                 break
             answers[i] = KEEP_KEEP if lone_kept(text[1], text[0]) else KEEP_DROP

@@ -7,7 +7,6 @@ import struct
 import zlib
 
 _U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 

@@ -213,9 +213,7 @@ class Slave:
     def position(self) -> Position:
         """The master position the relay log is committed up to, with the GTID state there."""
         info = _wiring.RelayInfo.load(self.relay_dir)
-        if info is None:
-            return Position("", 4)
-        return Position(info.master_file, info.master_pos, info.gtid_state)
+        return Position("", 4) if info is None else Position(info.master_file, info.master_pos, info.gtid_state)
 
     @property
     def received(self) -> Received:

@@ -45,8 +45,7 @@ CHANGE_MASTER_OPTIONS = frozenset("""
 
 def normalize_option_name(name: str) -> str | None:
     """`--loose-replicate_do_db` -> `replicate-do-db`; None for options that are not filter rules."""
-    name = name.strip().lstrip("-").replace("_", "-").lower()
-    name = name.removeprefix("loose-")
+    name = name.strip().lstrip("-").replace("_", "-").lower().removeprefix("loose-")
     return name if name in OPTION_TYPES else None
 
 
@@ -92,8 +91,7 @@ def parse_rewrite_option(value: str) -> tuple[str, str]:
     """`from->to` with the spaces around the arrow trimmed (mysqld.cc OPT_REPLICATE_REWRITE_DB; MariaDB rpl_rewrt_db)."""
     if "->" not in value:
         raise RuleError(f"replicate-rewrite-db: {value!r} has no '->' (expected from_name->to_name)")
-    old, new = value.split("->", 1)
-    old, new = old.strip(), new.strip()
+    old, new = (part.strip() for part in value.split("->", 1))
     if not old:
         raise RuleError(f"replicate-rewrite-db: {value!r} has an empty FROM database")
     if not new:
@@ -118,9 +116,8 @@ class StartupFilters:
             target = global_lists if channel is None else channel_lists.setdefault(channel, {})
             target.setdefault(rule_type, []).append(rule)
         by_type: dict[str, RuleValues] = {rule_type: tuple(rules) for rule_type, rules in global_lists.items()}
-        global_rules = RuleSet(**by_type)
-        channels = {name: {t: tuple(r) for t, r in lists.items()} for name, lists in channel_lists.items()}
-        return cls(global_rules, channels)
+        return cls(RuleSet(**by_type), {name: {t: tuple(r) for t, r in lists.items()}
+                                        for name, lists in channel_lists.items()})
 
     @classmethod
     def from_texts(cls, options: Iterable[str]) -> StartupFilters:

@@ -124,9 +124,8 @@ class RuleSet:
         Every type is listed (`()` when empty) so that applying the text replaces all seven.
         binlog-* and WL#2516 rules have no place in that statement; see `option_lines()`.
         """
-        parts = [f"{filter_name(rule_type)} = ({render_values(rule_type, getattr(self, rule_type))})"
-                 for rule_type in REPLICATE_TYPES]
-        return "CHANGE REPLICATION FILTER " + ", ".join(parts)
+        return "CHANGE REPLICATION FILTER " + ", ".join(f"{filter_name(t)} = ({render_values(t, getattr(self, t))})"
+                                                        for t in REPLICATE_TYPES)
 
     def option_lines(self) -> list[str]:
         """mysqld-style `name=value` lines (one rule a line) for the replicate-* and binlog-* rules."""

@@ -138,6 +138,5 @@ def render_html(report: dict[str, Any], charts: dict[str, Path]) -> str:
 
 
 def write_html(report: dict[str, Any], path: Path, charts: dict[str, Path]) -> Path:
-    path = Path(path)
     path.write_text(render_html(report, charts), encoding="utf-8")
     return path

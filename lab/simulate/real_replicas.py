@@ -35,20 +35,17 @@ def run_real_replicas(master: MasterServer, specs: list[SlaveSpec], *, timeout: 
     mapped = {ids[spec.name]: dataclasses.replace(spec, server_id=ids[spec.name]) for spec in real}
     endpoint = MysqlEndpoint(master.service, "127.0.0.1:0", replicas=ReplicaMap(mapped, {}))
     servers: dict[str, MariaDBServer] = {}
-    out: dict[str, dict[str, Any]] = {}
     try:
         log(f"{len(real)} real MariaDB replica(s) on the master's MySQL endpoint (port {endpoint.port})")
         for spec in real:
             server = servers[spec.name] = MariaDBServer(f"simulate-{spec.name}"[:40].replace("/", "_"),
                                                         server_id=ids[spec.name], log_bin=False).start()
             follow(server, "127.0.0.1", endpoint.port, user=spec.user or "repl", password=spec.password)
-        for spec in real:
-            out[spec.name] = real_outcome(master.service, servers[spec.name], ids[spec.name], timeout)
+        return {spec.name: real_outcome(master.service, servers[spec.name], ids[spec.name], timeout) for spec in real}
     finally:
         endpoint.stop()
         for server in servers.values():
             server.stop()
-    return out
 
 
 def real_outcome(service: DumpService, server: MariaDBServer, server_id: int, timeout: float) -> dict[str, Any]:
@@ -94,9 +91,9 @@ def replica_verdict(row: dict[str, Any]) -> dict[str, Any] | None:
     if outcome is None:
         return None
     first = (lint or {}).get("first")
+    problems = []
     if outcome.get("caught_up"):
         text = f"caught up ({outcome.get('tables', 0)} tables, {outcome.get('rows', 0)} rows)"
-        problems = []
         if first:
             problems.append(f"lint predicted error {first['errno']} at {first['file']}:{first['pos']}")
         if outcome.get("bytes_sent") is not None and outcome["bytes_sent"] != row.get("master_bytes_sent"):
@@ -107,7 +104,6 @@ def replica_verdict(row: dict[str, Any]) -> dict[str, Any] | None:
         event = f" in GTID {outcome['gtid']}" if outcome.get("gtid") else ""
         where = f" (executed up to {outcome['file']}:{outcome['pos']})" if outcome.get("file") else ""
         text = f"stopped: {what}{event}{where}: {outcome.get('error') or ''}".rstrip(": ")
-        problems = []
         # the same transaction: by its GTID when both know it, else by its position
         same_place = (outcome.get("gtid") == first.get("gtid") if first and outcome.get("gtid") and first.get("gtid")
                       else first is not None and (outcome.get("file"), outcome.get("pos")) == (first["file"],

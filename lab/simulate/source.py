@@ -4,6 +4,7 @@ generator, or a real MariaDB server started here and driven with a multi-schema 
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import shutil
@@ -38,11 +39,8 @@ class PreparedSource:
 
     def offsets(self) -> dict[str, int]:
         """Absolute stream offset of each file's start, for progress: (file, pos) -> base + pos."""
-        out, base = {}, 0
-        for path in self.files:
-            out[path.name] = base
-            base += path.stat().st_size
-        return out
+        starts = itertools.accumulate((p.stat().st_size for p in self.files), initial=0)
+        return dict(zip((p.name for p in self.files), starts))
 
 
 def _at(source: MasterSource) -> str:
@@ -171,9 +169,7 @@ def _from_mariadb(options: dict[str, Any], work: Path, log: Callable[[str], None
     try:
         server.start()
         log(f"MariaDB started on 127.0.0.1:{server.port} (datadir {server.datadir})")
-        with server.connect() as conn, conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
+        server.execute(statements)
         server.flush_logs()  # closes the last file the workload wrote: a complete binlog to copy
         files = server.binlog_files()[:-1]
         for path in files:

@@ -5,8 +5,8 @@ each stream the master's own counters for that slave are read over the Stats RPC
 
 from __future__ import annotations
 
+import collections
 import logging
-import queue
 import struct
 import threading
 import time
@@ -143,9 +143,7 @@ def run_streams(address: str, plans: list[StreamJob], *,
     is joined before it propagates: nothing writes afterwards."""
     results = [StreamResult(plan) for plan in plans]
     stop = threading.Event()  # set: every stream ends
-    todo: queue.SimpleQueue[StreamResult] = queue.SimpleQueue()
-    for result in results:
-        todo.put(result)
+    todo = collections.deque(results)  # (popleft is atomic: the workers share it)
     step = binlog_bytes // TIMELINE_POINTS
 
     def report(message: str) -> None:  # a failed attempt: told once, unless the run is being stopped
@@ -181,8 +179,8 @@ def run_streams(address: str, plans: list[StreamJob], *,
     def worker() -> None:
         while not stop.is_set():
             try:
-                result = todo.get_nowait()
-            except queue.Empty:
+                result = todo.popleft()
+            except IndexError:
                 return
             try:
                 one(result)

@@ -18,9 +18,10 @@ one byte string: its relay log's units back to back."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from dumpfilter.rules.walk_driver import Driver
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, SKIPPED, TransactionFilter
+from dumpfilter.spark_jobs.tasks.compiled import Ran
 
 if TYPE_CHECKING:
     from dumpfilter.lab.simulate.equivalence import Check
@@ -187,13 +189,6 @@ class _Received:
         return self._at == self._end and next(self._spans, None) is None
 
 
-class _Compared(NamedTuple):
-    """A run the core answered and compared (rules.walk_driver.Ran; the reference counts no hits)."""
-
-    next: int
-    by_keys: None = None
-
-
 class _SlaveWalk:
     """One slave: the rules' answer for each unit of the full stream, what the core's send walk in
     relay mode makes of it under each skip policy, and what the slave received per skip policy.
@@ -280,7 +275,7 @@ class _SlaveWalk:
         made = self._row = (keys, bytes(row), keep, stmt_keep)
         return made
 
-    def run(self, at: int, keys: KeyRows | None) -> _Compared | None:
+    def run(self, at: int, keys: KeyRows | None) -> Ran | None:
         if at == self._declined:
             return None
         _, row, keep, stmt_keep = self._answers(keys)
@@ -294,7 +289,7 @@ class _SlaveWalk:
                 result.compared[policy] += count
             result.transactions += run.next - at
             result.by_core += run.next - at
-        return _Compared(run.next)
+        return Ran(run.next)
 
     def step(self, at: int) -> int:
         """Unit `at` alone: a control unit to the rules (a Format_description resets them), any
@@ -442,12 +437,8 @@ class _FullChunk:
                            if scan.last_rotate >= 0 else None)
 
     def fmt_at(self, k: int) -> FormatDescription | None:
-        fmt = self.fmt_in
-        for at, after in self.fdes:
-            if at >= k:
-                break
-            fmt = after
-        return fmt
+        i = bisect.bisect_left(self.fdes, k, key=lambda fde: fde[0])
+        return self.fdes[i - 1][1] if i else self.fmt_in
 
     def transaction(self, k: int) -> Transaction:
         """Unit k (not a control unit) as `relay_transactions` groups it."""
@@ -467,8 +458,7 @@ def _verify_compiled(full_relay: Path, checks: list[Check], keyed: bool = False)
         fmt: FormatDescription | None = None
         for chunk in _relay_chunks(Path(full_relay)):
             if chunk.new_file:
-                path = str(Path(full_relay) / chunk.name)
-                scanner = Scanner(path)
+                scanner = Scanner(str(Path(full_relay) / chunk.name))
             live = [w for w in walks if w is not None]
             if not live:
                 break

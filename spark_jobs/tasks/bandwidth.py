@@ -33,6 +33,7 @@ not depend on how files were cut.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -327,12 +328,8 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
         after.append((k, current))
 
     def format_at(k: int) -> FormatDescription | None:
-        found = fmt
-        for at, f in after:
-            if at >= k:
-                break
-            found = f
-        return found
+        i = bisect.bisect_left(after, k, key=lambda fde: fde[0])
+        return after[i - 1][1] if i else fmt
 
     crc = current is not None and current.checksum_alg == CHECKSUM_CRC32
     # Runs of units in one hour (or minute: MINUTE_BUCKETS) of binlog time: each slave is walked

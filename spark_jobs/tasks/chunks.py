@@ -150,9 +150,7 @@ def plan_chunks(paths: list[Path], chunk_bytes: int | None = DEFAULT_CHUNK_BYTES
     chunks: list[Chunk] = []
     for index, path in enumerate(paths):
         cuts = gtid_boundaries(path, chunk_bytes) if chunk_bytes else []
-        starts = [0, *cuts]
-        ends = [*cuts, None]
-        chunks.extend(Chunk(index, str(path), start, end) for start, end in zip(starts, ends))
+        chunks.extend(Chunk(index, str(path), start, end) for start, end in zip([0, *cuts], [*cuts, None]))
     return chunks
 
 

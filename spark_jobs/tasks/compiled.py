@@ -224,9 +224,12 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
         want = READ_BYTES if scan.stop else want * 2  # a unit longer than the buffer: read more at once
 
 
-class _Ran(NamedTuple):
+class Ran(NamedTuple):
+    """A run a compiled walk took (rules.walk_driver.Ran) with nothing answered by key to account:
+    `split`'s route, `experiment`'s count and `simulate --verify`'s comparison count no rule hits."""
+
     next: int
-    by_keys: None = None  # (split counts no rule hits)
+    by_keys: None = None
 
 
 class _ChunkWalk:
@@ -250,7 +253,7 @@ class _ChunkWalk:
         assert isinstance(space, FormatDescription)
         return self.scanner.statement_units(self.buf, at, space) if self.units.may_hold_statements(at) else None
 
-    def run(self, at: int, keys: Sequence[_core.StatementKey] | None) -> _Ran | None:
+    def run(self, at: int, keys: Sequence[_core.StatementKey] | None) -> Ran | None:
         """The core's walk from unit `at`: each output's run delivered."""
         if (self._declined[0] == at and self._declined[1] is keys) or not (
                 self.units.is_fast(at) or (keys is not None and self.units.may_hold_statements(at))):
@@ -272,7 +275,7 @@ class _ChunkWalk:
                     deliver.run(out_name, output.out, memoryview(output.ends).cast("Q"), output.gtid_marks)
             if keeps.by_maps and self.router.config.unassigned is None:
                 stats.dropped_units += routed.none
-        return _Ran(nxt)
+        return Ran(nxt)
 
     def step(self, at: int) -> int:
         rec, keeps = self.units[at], self.keeps

@@ -8,7 +8,7 @@ adds what each did to the slave's counts."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, cast
 
 from dumpfilter import _core
 from dumpfilter.codec import Transaction
@@ -16,18 +16,12 @@ from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.rules.statement_info import StatementInfo, TableRef
+from dumpfilter.spark_jobs.tasks.compiled import Ran
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
 if TYPE_CHECKING:
     from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
     from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
-
-
-class _Counted(NamedTuple):
-    """A run the count walk took (rules.walk_driver.Ran; `experiment` counts no rule hits by key)."""
-
-    next: int
-    by_keys: None = None
 
 
 Made = dict[tuple[bytes, bytes | None, bool], bytes]  # answers per unit by (keep bytes, statement keep bytes, guard)
@@ -139,7 +133,7 @@ class CountWalk:
     def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
         return self.keys
 
-    def run(self, at: int, stmt: KeyRows | None) -> _Counted | None:
+    def run(self, at: int, stmt: KeyRows | None) -> Ran | None:
         """Units `at`.. as the master's `UnitList.send` walks them (one job of the core's count
         walk, counted), to the first unit the walk leaves to `step`. (`stmt`: the keys' answers
         the driver asked its keep table for, the group's own; the skipped units' forms under the
@@ -157,7 +151,7 @@ class CountWalk:
             c.walked(r)
             at = r.next
         self.declined = at
-        return _Counted(at)
+        return Ran(at)
 
     def step(self, at: int) -> int:
         self.counter.unit(self.txn(at), at)

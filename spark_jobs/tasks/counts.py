@@ -140,12 +140,8 @@ def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[Slave
         for part in chunks:
             totals[name].add(part.counts)
             if previous is not None and part.file_index > previous.file_index and not previous.rotate_end:
-                t = totals[name]
-                size = _artificial_rotate_size(part)
-                t.events_sent += 1
-                t.bytes_sent += size
-                t.kept_events += 1
-                t.kept_bytes += size
+                size = _artificial_rotate_size(part)  # one event sent, a master event kept
+                totals[name].add(SlaveCounts(events_sent=1, bytes_sent=size, kept_events=1, kept_bytes=size))
             if (previous is not None and previous.file_index == part.file_index and previous.trailing_skip
                     and part.leading_skip):
                 totals[name].add_heartbeats(part.heartbeat_size, -1)  # one Heartbeat, counted by both chunks

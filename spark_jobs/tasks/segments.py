@@ -117,8 +117,7 @@ def write_chunk_segments(chunk: Chunk, chunk_no: int, seg_dir: str | os.PathLike
         for segment in deliver.segments.values():
             segment.discard()
         raise
-    segments = deliver.segments
-    for name, segment in segments.items():
+    for name, segment in deliver.segments.items():
         size = segment.close(str(segment_stem(seg_dir, chunk_no, name)))
         result.outputs[name] = (len(segment.ends), size)
     result.units = units
@@ -166,8 +165,7 @@ def read_segment(seg_dir: str | os.PathLike[str], chunk_no: int, name: str, unit
     with open(str(segment_stem(seg_dir, chunk_no, name)) + ".seg", "rb") as f:
         buf = bytearray(os.fstat(f.fileno()).st_size)
         f.readinto(buf)
-    ends, ordinals = read_index(seg_dir, chunk_no, name, units)
-    return buf, ends, ordinals
+    return (buf, *read_index(seg_dir, chunk_no, name, units))
 
 
 class _Blocks:

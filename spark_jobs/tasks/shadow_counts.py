@@ -68,8 +68,7 @@ class ShadowCounts:
               gates: Sequence[Gate | None]) -> list[ChunkCounts]:
         """Every candidate's counts over bytes [start, end) of `path` (end None: to the file's end;
         `start` 0 or a GTID event's offset, `end` a GTID event's offset), in `specs` order."""
-        chunk = Chunk(file_index, path, start, end)
-        return count_chunk(chunk, specs, gates, verify_checksums=self.verify_checksums)
+        return count_chunk(Chunk(file_index, path, start, end), specs, gates, verify_checksums=self.verify_checksums)
 
     def count_scanned(self, file_index: int, path: str, scanned: Iterator[Scanned], specs: Sequence[SlaveSpec],
                       gates: Sequence[Gate | None]) -> list[ChunkCounts]:
@@ -138,15 +137,13 @@ class ShadowCounts:
 
         topology = Topology(slaves=tuple(specs))
         counts = [t.counts for t in totals]
-        names = [s.name for s in specs]
         hours: list[dict[str, Any]] = []
         tables: list[dict[str, Any]] = []
         for spec, gate, total in zip(specs, gates, totals):
-            one = Topology(slaves=(spec,))
             hours += hour_rows([spec.name], {spec.name: total.by_hour})
-            tables += table_rows(one, [gate], [total.counts], total.tables, total.statements)
+            tables += table_rows(Topology(slaves=(spec,)), [gate], [total.counts], total.tables, total.statements)
         return {"candidates": rank_candidates(specs, counts, lint), "bandwidth": rows_for(topology, counts),
-                "by_hour": hours, "by_table": tables, "names": [{"name": n} for n in names]}
+                "by_hour": hours, "by_table": tables, "names": [{"name": s.name} for s in specs]}
 
 
 def _whole_units_end(path: str, start: int, written: int) -> tuple[int, bool]:

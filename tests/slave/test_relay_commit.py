@@ -387,7 +387,7 @@ def test_a_position_over_skipped_stretches_only_waits_for_company(tmp_path):
     info = RelayInfo.load(tmp_path)
     assert (info.master_pos, info.relay_pos) == (500, relay.position)
     relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position, master_pos=600), now=True)
-    relay.drain()  # the stream's end records the idle one too
+    relay.committer.drain()  # the stream's end records the idle one too
     assert RelayInfo.load(tmp_path).master_pos == 600 and relay.committer.commits == 3
     relay.close()
     # At an interval: a batch with data waits for it, until a caught-up one comes, heartbeats only.
@@ -445,7 +445,7 @@ def test_a_rotation_does_not_wait_for_the_disk(tmp_path, monkeypatch):
     assert relay.current != first and (tmp_path / first).stat().st_size > 5_000
     relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position))
     gate.set()
-    relay.drain()
+    relay.committer.drain()
     # Whole, with its Rotate, before the first position in the next file was recorded.
     assert synced.index((first, (tmp_path / first).stat().st_size)) < synced.index(("info", relay.current))
     assert json.loads((tmp_path / INFO).read_text())["relay_file"] == relay.current
@@ -469,13 +469,13 @@ def test_a_commit_waiting_for_its_interval_when_its_file_is_finished(tmp_path, m
     relay.format_event(format_description())
     relay.write_raw(b"x" * 5_000)
     relay.commit(RelayInfo(relay_file=relay.current, relay_pos=relay.position))  # the first: at once
-    relay.drain()
+    relay.committer.drain()
     first = relay.current
     relay.write_raw(b"y" * 100)
     relay.commit(RelayInfo(relay_file=first, relay_pos=relay.position))  # waits for its interval
     relay.maybe_rotate()
     assert relay.current != first
-    relay.drain()  # commits the waiting hand-over, with the finished file
+    relay.committer.drain()  # commits the waiting hand-over, with the finished file
     info = json.loads((tmp_path / INFO).read_text())
     assert (info["relay_file"], info["relay_pos"]) == (first, 4 + format_description().size + 5_100)
     assert (first, (tmp_path / first).stat().st_size) in synced  # whole, with its Rotate
