@@ -19,7 +19,7 @@ step (a TransactionFilter of its decider, the router, the master's `_unit`)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from dumpfilter import _core
 
@@ -48,6 +48,14 @@ class Ran(Protocol[U_co]):
 
     @property
     def by_keys(self) -> U_co | None: ...
+
+
+class Unaccounted(NamedTuple):
+    """A run a walk took with nothing answered by key to account (a `Ran`): `split`'s route,
+    `experiment`'s count and `simulate --verify`'s comparison count no rule hits."""
+
+    next: int
+    by_keys: None = None
 
 
 class Walk(Protocol[R_contra, U_co]):

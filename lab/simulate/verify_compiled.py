@@ -41,11 +41,10 @@ from dumpfilter.lab.simulate.equivalence import (Difference, SlaveVerification, 
                                                  relay_transactions)
 from dumpfilter.rules.decider import gated
 from dumpfilter.rules.keep_table import KeepTable, KeyRows
-from dumpfilter.rules.walk_driver import Driver
+from dumpfilter.rules.walk_driver import Driver, Unaccounted
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.renamer import event_renamer
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, PARTIAL, SKIPPED, TransactionFilter
-from dumpfilter.spark_jobs.tasks.compiled import Ran
 
 if TYPE_CHECKING:
     from dumpfilter.lab.simulate.equivalence import Check
@@ -275,7 +274,7 @@ class _SlaveWalk:
         made = self._row = (keys, bytes(row), keep, stmt_keep)
         return made
 
-    def run(self, at: int, keys: KeyRows | None) -> Ran | None:
+    def run(self, at: int, keys: KeyRows | None) -> Unaccounted | None:
         if at == self._declined:
             return None
         _, row, keep, stmt_keep = self._answers(keys)
@@ -289,7 +288,7 @@ class _SlaveWalk:
                 result.compared[policy] += count
             result.transactions += run.next - at
             result.by_core += run.next - at
-        return Ran(run.next)
+        return Unaccounted(run.next)
 
     def step(self, at: int) -> int:
         """Unit `at` alone: a control unit to the rules (a Format_description resets them), any

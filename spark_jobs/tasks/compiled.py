@@ -16,7 +16,7 @@ final: the series writer renumbers them), so the outputs are the same files.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, BinaryIO
 
 from dumpfilter import _core
 from dumpfilter.binlogs import open_binlog
@@ -29,7 +29,7 @@ from dumpfilter._core import split_route
 from dumpfilter.codec.scanner import KEEP_DROP, KEEP_KEEP, KEEP_ASK, Scanner, unit_events
 from dumpfilter.errors import BinlogError, MalformedEventError
 from dumpfilter.rules.keep_table import KeepTable
-from dumpfilter.rules.walk_driver import Driver
+from dumpfilter.rules.walk_driver import Driver, Unaccounted
 from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, ReadForward, chunk_start
 from dumpfilter.spark_jobs.tasks.routing import Router, _NoMapDecider, schema_binlog_name
@@ -224,14 +224,6 @@ def _walk(stream: BinaryIO, chunk: Chunk, router: Router, keeps: OutputKeeps, de
         want = READ_BYTES if scan.stop else want * 2  # a unit longer than the buffer: read more at once
 
 
-class Ran(NamedTuple):
-    """A run a compiled walk took (rules.walk_driver.Ran) with nothing answered by key to account:
-    `split`'s route, `experiment`'s count and `simulate --verify`'s comparison count no rule hits."""
-
-    next: int
-    by_keys: None = None
-
-
 class _ChunkWalk:
     """`split`'s walk over a chunk's buffers (rules.walk_driver.Walk): runs the core routes into
     every output at once (`split_route`), each unit it leaves routed in Python (`Router.route`)."""
@@ -253,7 +245,7 @@ class _ChunkWalk:
         assert isinstance(space, FormatDescription)
         return self.scanner.statement_units(self.buf, at, space) if self.units.may_hold_statements(at) else None
 
-    def run(self, at: int, keys: Sequence[_core.StatementKey] | None) -> Ran | None:
+    def run(self, at: int, keys: Sequence[_core.StatementKey] | None) -> Unaccounted | None:
         """The core's walk from unit `at`: each output's run delivered."""
         if (self._declined[0] == at and self._declined[1] is keys) or not (
                 self.units.is_fast(at) or (keys is not None and self.units.may_hold_statements(at))):
@@ -275,7 +267,7 @@ class _ChunkWalk:
                     deliver.run(out_name, output.out, memoryview(output.ends).cast("Q"), output.gtid_marks)
             if keeps.by_maps and self.router.config.unassigned is None:
                 stats.dropped_units += routed.none
-        return Ran(nxt)
+        return Unaccounted(nxt)
 
     def step(self, at: int) -> int:
         rec, keeps = self.units[at], self.keeps

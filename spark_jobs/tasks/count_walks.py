@@ -14,9 +14,9 @@ from dumpfilter import _core
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
+from dumpfilter.rules.walk_driver import Unaccounted
 from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.rules.statement_info import StatementInfo, TableRef
-from dumpfilter.spark_jobs.tasks.compiled import Ran
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class CountWalk:
     def statement_units(self, at: int, space: object) -> list[_core.StatementKey] | None:
         return self.keys
 
-    def run(self, at: int, stmt: KeyRows | None) -> Ran | None:
+    def run(self, at: int, stmt: KeyRows | None) -> Unaccounted | None:
         """Units `at`.. as the master's `UnitList.send` walks them (one job of the core's count
         walk, counted), to the first unit the walk leaves to `step`. (`stmt`: the keys' answers
         the driver asked its keep table for, the group's own; the skipped units' forms under the
@@ -151,7 +151,7 @@ class CountWalk:
             c.walked(r)
             at = r.next
         self.declined = at
-        return Ran(at)
+        return Unaccounted(at)
 
     def step(self, at: int) -> int:
         self.counter.unit(self.txn(at), at)
