@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dumpfilter.binlogs import served_paths
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError, UnknownSlaveError
-from dumpfilter.master.lint_jobs import LintJobs
+from dumpfilter.master.lint_jobs import LintJobs, LintStatus
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.rules.gate import Gate
 from dumpfilter.topology import SlaveSpec, Topology
@@ -154,7 +154,7 @@ class ShadowBoard:
         """Adds the candidates of `topology` (the --candidates format); their names. An admin
         only (PERMISSION_DENIED otherwise). Under a policy each counts what the gate of the identity
         that added it allows (a --shadow file's: the identity its `user` names; none: unbounded)."""
-        _admin(caller, "add shadow candidates")
+        require_admin(caller, "add shadow candidates")
         specs = list(topology.slaves)
         gates = [self._gate(spec, caller) for spec in specs]
         with self.pass_lock, self.lock:
@@ -194,7 +194,7 @@ class ShadowBoard:
         return self._live_end()
 
     def remove(self, name: str, caller: Identity | None) -> None:
-        _admin(caller, "remove shadow candidates")
+        require_admin(caller, "remove shadow candidates")
         with self.lock:
             candidate = self.candidates.pop(name, None)
         if candidate is None:
@@ -213,14 +213,11 @@ class ShadowBoard:
 
     def report(self, caller: Identity | None = None) -> dict[str, list[dict[str, Any]]]:
         """`experiment`'s report rows over every candidate counted so far (admin only)."""
-        _admin(caller, "read the shadow report")
+        require_admin(caller, "read the shadow report")
         with self.lock:
             counted = [c for c in self.candidates.values() if c.total is not None]
-        lint = []
-        for c in counted:
-            status = self.lint.status(c.lint_id)
-            line = _lint_line(status.state, status.warnings, status.breaks, status.diverges)
-            lint.append((line, status.diverges if status.state == "done" else None, status.breaks > 0))
+        statuses = [self.lint.status(c.lint_id) for c in counted]
+        lint = [(_lint_line(s), s.diverges if s.state == "done" else None, s.breaks > 0) for s in statuses]
         return self.counting.report([c.spec for c in counted], [c.gate for c in counted],
                                     [c.total for c in counted], lint)
 
@@ -232,13 +229,11 @@ class ShadowBoard:
         if c.total is not None:
             row = c.total.counts.as_row()
             counts = {k: int(row[k]) for k in ("events_all", "bytes_all", "events_sent", "bytes_sent",
-                                               "saving_bytes", "heartbeats", "placeholders",
-                                               "empty_transactions")}
+                                               "saving_bytes", "heartbeats", "placeholders", "empty_transactions")}
         lint = self.lint.status(c.lint_id)
         return CandidateStatus(c.spec.name, c.spec.skip_policy, c.spec.rule_text, c.added_by, c.start,
                                c.counted_to, "broken" if c.broken else "counting", note, counts, lint.state,
-                               _lint_line(lint.state, lint.warnings, lint.breaks, lint.diverges), lint.breaks,
-                               lint.diverges)
+                               _lint_line(lint), lint.breaks, lint.diverges)
 
     # -- the pass ----------------------------------------------------------------------------
     def follow(self, watch: DirectoryWatch) -> None:
@@ -505,7 +500,7 @@ def _usable(cache: SegmentCache, name: str, pos: int) -> Segment | None:
     return seg
 
 
-def _admin(caller: Identity | None, what: str) -> None:
+def require_admin(caller: Identity | None, what: str) -> None:
     if caller is not None and not caller.admin:
         raise AccessDeniedError(f"identity {caller.name!r} may not {what} (admin only)")
 
@@ -515,9 +510,9 @@ def _number(name: str) -> int:
     return int(ext) if ext.isdigit() else 0
 
 
-def _lint_line(state: str, warnings: list[str], breaks: int, diverges: int) -> str:
+def _lint_line(lint: LintStatus) -> str:
     """A candidate's lint in one line: its state, the first break or "no break", its divergence."""
-    if state != "done":
-        return f"{state}" + (f": {warnings[0]}" if warnings else "")
-    first = next((w for w in warnings if "stop" in w or "break" in w), "") if breaks else ""
-    return (first or "no break") + (f"; diverges: {diverges} writes" if diverges else "")
+    if lint.state != "done":
+        return f"{lint.state}" + (f": {lint.warnings[0]}" if lint.warnings else "")
+    first = next((w for w in lint.warnings if "stop" in w or "break" in w), "") if lint.breaks else ""
+    return (first or "no break") + (f"; diverges: {lint.diverges} writes" if lint.diverges else "")

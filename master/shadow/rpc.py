@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
+from dumpfilter.errors import DumpFilterError, InvalidArgumentError
 from dumpfilter.master.policy import Identity
-from dumpfilter.master.shadow.board import CandidateStatus, ShadowBoard
+from dumpfilter.master.shadow.board import CandidateStatus, ShadowBoard, require_admin
 from dumpfilter.topology import parse_topology
 from dumpfilter.v1 import dump_pb2
 
@@ -29,8 +29,7 @@ def _board(board: ShadowBoard | None) -> ShadowBoard:
 def add(board: ShadowBoard | None, request: dump_pb2.AddShadowRequest, caller: Identity | None
         ) -> dump_pb2.AddShadowReply:
     board = _board(board)
-    if caller is not None and not caller.admin:  # before the text is read: a non-admin learns nothing of it
-        raise AccessDeniedError(f"identity {caller.name!r} may not add shadow candidates (admin only)")
+    require_admin(caller, "add shadow candidates")  # before the text is read: a non-admin learns nothing of it
     if len(request.candidates) > MAX_CANDIDATES_TEXT:
         raise InvalidArgumentError(f"the candidates file is over {MAX_CANDIDATES_TEXT} characters")
     names = board.add(parse_topology(request.candidates, "candidates", server_id_needed=False), caller)
@@ -50,8 +49,7 @@ def listed(board: ShadowBoard | None, caller: Identity | None) -> list[dump_pb2.
 
 
 def list_shadows(board: ShadowBoard | None, caller: Identity | None) -> dump_pb2.ListShadowsReply:
-    if caller is not None and not caller.admin:
-        raise AccessDeniedError(f"identity {caller.name!r} may not list shadow candidates (admin only)")
+    require_admin(caller, "list shadow candidates")
     return dump_pb2.ListShadowsReply(candidates=listed(board, caller))
 
 
