@@ -105,11 +105,16 @@ class RuleHits:
         for name, count in zip(compress(index.names, counted), filter(None, counted)):
             occurrences[name] = get(name, 0) + count
 
-    def flush(self) -> None:
+    def flush(self, current: bool = True) -> None:
         """Rule hits of the Table_maps decided in runs: what SlaveDecider.table_kept counts per
         Table_map (the engine's COUNTER names, MASTER_POLICY when the policy refused it), added
-        to the stats and P_S counters as the reference path adds its per-unit hits."""
-        self._fold_tally()
+        to the stats and P_S counters as the reference path adds its per-unit hits. Without
+        `current`, the segment being walked waits for its end (`walked` folds it when the next
+        one starts): a stream tallies each segment once, over the whole of it, a tally the other
+        streams that walked all of it share (UnitIndex.tally). Folded at every batch, 64 do-db
+        streams each tallied each part of a segment a batch had walked."""
+        if current:
+            self._fold_tally()
         occurrences = self.occurrences
         if not occurrences:
             return

@@ -240,11 +240,12 @@ class SlaveStream:
             del units, seg, walk
             seg = self._look()
 
-    def _fold_hits(self) -> None:
+    def _fold_hits(self, current: bool = True) -> None:
         """Every rule hit so far into the slave's stats and P_S counters: the statements answered
-        by key, then the rest (RuleHits.flush)."""
+        by key, then the rest (RuleHits.flush; without `current`, the Table_maps of the segment
+        being walked wait for its end)."""
         self.keys.settle()
-        self.hits.flush()
+        self.hits.flush(current)
 
     def _position_may_wait(self, reported_end_at: Pos | None, last_sent: float) -> bool:
         """The batch due holds a live stream's new position and nothing else (see POSITION_WAIT)."""
@@ -567,7 +568,7 @@ class SlaveStream:
             self._flush_heartbeat()
         now = time.monotonic()
         if caught_up or now - self.hits_at >= HITS_EVERY:
-            self._fold_hits()
+            self._fold_hits(current=caught_up)
             self.hits_at = now
         gtids = self.tracker.mariadb if self.tracker.mariadb.gtids else self.tracker.mysql
         batch = Batch(self.parts, self.pos, self.batch_units, self.batch_skipped, caught_up,
