@@ -55,8 +55,10 @@ def test_a_change_told_under_the_lock_reaches_the_next_take(tmp_path):
     assert jobs.take(7) == []
 
 
-def test_forget_and_register_move_changes(tmp_path):
+def test_forget_moves_changes_and_ends_what_is_told(tmp_path):
     jobs, follower, lock = _jobs(tmp_path)
+    jobs.take(7)
     before = jobs.changes
     jobs.forget(7)
-    assert jobs.changes > before and jobs.take(7) == []
+    assert jobs.changes > before
+    assert jobs.take(7) == [] and 7 not in jobs.subs
