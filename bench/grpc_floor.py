@@ -4,7 +4,11 @@ kind of identity serializer as the master's Dump replies) to client processes th
 receive. Its CPU for N MB to one client against N/8 MB to each of eight, started together, is what
 gRPC itself adds when one slave becomes eight; the master's own figures are read beside it.
 
-    python -m bench.grpc_floor server PORT | client PORT REPLIES   (run by `floor_cpu`)
+The server has a pool thread for each client, as the master has one for each stream
+(`master.serve.grpc_server`): all of them are streamed at once. Until session 92 it had 16, so
+64 clients were streamed 16 at a time, in four waves (`workers`: that floor again, to compare).
+
+    python -m bench.grpc_floor server PORT WORKERS | client PORT REPLIES   (run by `floor_cpu`)
 """
 
 from __future__ import annotations
@@ -22,14 +26,14 @@ REPLY = b"x" * (1 << 20)
 SERVICE, METHOD = "bench.Floor", "Stream"
 
 
-def _serve(port: int) -> None:
+def _serve(port: int, workers: int) -> None:
     def stream(request: bytes, context):
         for _ in range(int(request)):
             yield REPLY
 
     handler = grpc.unary_stream_rpc_method_handler(stream, request_deserializer=bytes,
                                                    response_serializer=lambda reply: b"".join((b"\n", reply)))
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
                          options=[("grpc.max_send_message_length", 64 << 20)])
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {METHOD: handler}),))
     server.add_insecure_port(f"127.0.0.1:{port}")
@@ -46,16 +50,24 @@ def _client(port: int, replies: int) -> None:
         raise SystemExit(f"received {got} bytes of {replies * (len(REPLY) + 1)}")
 
 
-def floor_cpu(mb: int, clients: list[int], repeat: int = 2) -> dict[int, float]:
-    """The server's least CPU seconds to stream `mb` MiB in all, split over each count of client
-    processes started together."""
+def start_server(workers: int) -> tuple[int, subprocess.Popen]:
+    """A bare gRPC server process with `workers` pool threads, ready: (its port, the process)."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "bench.grpc_floor", "server", str(port)], stdout=subprocess.PIPE,
-                              text=True)
+    server = subprocess.Popen([sys.executable, "-m", "bench.grpc_floor", "server", str(port), str(workers)],
+                              stdout=subprocess.PIPE, text=True)
+    if server.stdout is None or server.stdout.readline().strip() != "ready":
+        server.kill()
+        server.wait()
+        raise RuntimeError("the bare gRPC server did not start")
+    return port, server
+
+
+def floor_cpu(mb: int, clients: list[int], repeat: int = 2, workers: int | None = None) -> dict[int, float]:
+    """The server's least CPU seconds to stream `mb` MiB in all, split over each count of client
+    processes started together; `workers`, the server's pool threads (None: one per client)."""
+    port, server = start_server(workers or max(clients))
     best: dict[int, float] = {}
     try:
-        if server.stdout is None or server.stdout.readline().strip() != "ready":
-            raise RuntimeError("the bare gRPC server did not start")
         for _ in range(repeat):
             for n in clients:
                 before = process_cpu_s(server.pid)
@@ -73,6 +85,6 @@ def floor_cpu(mb: int, clients: list[int], repeat: int = 2) -> dict[int, float]:
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        _serve(int(sys.argv[2]))
+        _serve(int(sys.argv[2]), int(sys.argv[3]))
     else:
         _client(int(sys.argv[2]), int(sys.argv[3]))
