@@ -1,9 +1,9 @@
 """The xdist schedule's input: which test files take longest, so `make test` starts them first.
 
-`make test` hands whole files to two workers (`--dist loadfile`, `--no-loadscope-reorder`): by
+`make test` hands whole files to its workers (`--dist loadfile`, `--no-loadscope-reorder`): by
 default xdist would queue the files with the most tests first, which puts the slow files of a few
 tests (a MariaDB primary with its replicas, a Spark cluster, a Rust client's cargo build) last, and
-one of them then runs alone on one worker while the other is idle. tests/conftest.py sorts the
+one of them then runs alone on one worker while the others are idle. tests/conftest.py sorts the
 collection by these costs, the costliest first (longest processing time first); every file not
 listed keeps its collection order after them. Order only: no test is added, dropped or changed.
 
