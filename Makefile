@@ -114,9 +114,9 @@ lint: setup
 	if [ -n "$$failed" ]; then echo "lint: FAILED:$$failed" >&2; exit 1; fi; \
 	echo "lint: ruff, mypy, stubtest, the stub and clippy are clean"
 
-# Three pytest-xdist workers on two cores: with two, the cores sat 12% idle while tests waited on
-# servers and subprocesses (CI's run, session 92: 1,398 s); with three, 3% (1,288 s).
-TEST_WORKERS ?= 3
+# pytest-xdist workers. Three kept two cores 97% busy where two leave them 88%, but CI's pytest
+# took as long (session 92, fresh clones: 1,409 s against 1,398 s): two, the lighter load.
+TEST_WORKERS ?= 2
 test: system-deps setup lint test-rust
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 

@@ -2,10 +2,10 @@
 
 With CI=true, missing prerequisites fail the tests instead of skipping them.
 
-`make test` runs the suite on three pytest-xdist workers, a whole test file per worker
-(`-n 3 --dist loadfile`: a module's fixtures, a MariaDB primary or a Spark cluster, are made once):
-much of the time goes to waiting on servers and subprocesses, so three workers keep two cores
-busy (Makefile's TEST_WORKERS). Each worker is its own process with its own session fixtures
+`make test` runs the suite on two pytest-xdist workers (Makefile's TEST_WORKERS), a whole test file
+per worker (`-n 2 --dist loadfile`: a module's fixtures, a MariaDB primary or a Spark cluster, are
+made once): much of the time goes to waiting on servers and subprocesses, so two workers overlap
+even on two cores. Each worker is its own process with its own session fixtures
 (MariaDB servers, the Spark session, generated workloads, under its own tmp_path_factory root);
 ports come from dumpfilter.lab.ports (random below the ephemeral range, a bind probe first),
 sandbox datadirs from one cache template made atomically (lab/sandbox/datadir.py), so workers
