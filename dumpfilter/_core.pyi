@@ -55,6 +55,7 @@ __all__ = [
     "KeyNumbers",
     "KeyUse",
     "KeysUsed",
+    "LoneClasses",
     "LoneGroup",
     "LoneQueries",
     "LoneQuery",
@@ -487,6 +488,24 @@ class KeysUsed:
     def statements(self) -> builtins.int: ...
 
 @typing.final
+class LoneClasses:
+    r"""
+    Lone statements' classes (a kind and the tables it updates, each table's database the unit's
+    default where the text names none) numbered from 0 in the order met, across calls of
+    `UnitList.lone_queries(..., classes=)`. `declined`: the kinds (`rules.statement_info.Kind`
+    values) left to Python's whole parse. Numbering holds a lock: threads may share one.
+    """
+    def __new__(cls, declined: typing.Sequence[builtins.str]) -> LoneClasses: ...
+    def get(self, id: builtins.int) -> typing.Optional[StatementClass]:
+        r"""
+        Class `id`'s kind and tables (as `statement_class` gives them), None if not numbered.
+        """
+    def __len__(self) -> builtins.int:
+        r"""
+        The classes numbered so far.
+        """
+
+@typing.final
 class LoneGroup:
     r"""
     `UnitList.lone_queries`: the units of plain SQL of one default database.
@@ -539,6 +558,11 @@ class LoneQuery:
     def plain(self) -> typing.Optional[builtins.bool]: ...
     @property
     def sql(self) -> str: ...
+    @property
+    def class_id(self) -> builtins.int:
+        r"""
+        Its class's number (`lone_queries`' `classes`), -1: declined, or not asked.
+        """
 
 @typing.final
 class LoneText:
@@ -1435,7 +1459,7 @@ class UnitList:
         r"""
         The indexes of the units from `start` on with any flag of `mask`.
         """
-    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ...) -> LoneQueries:
+    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ..., classes: typing.Optional[LoneClasses] = None) -> LoneQueries:
         r"""
         The units that are a complete GTID and one plain QUERY event (see
         unit_list::UnitList::lone_query), in order: what the master's statement flag words answer, read
@@ -1447,7 +1471,8 @@ class UnitList:
         gives per part (its format's QUERY post-header length, its checksum length, the first unit
         the format is in force for): the part's units before that one (an FDE inside the part
         changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
-        surrogateescape, as `codec.event.query_text` does.
+        surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery's class
+        numbered there (`class_id`; -1 where declined or not asked).
         """
     def rows_many(self, keeps: list[bytes], stmt_keeps: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, gated: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, formats: typing.Optional[typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]] = None) -> list[bytes]:
         r"""

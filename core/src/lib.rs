@@ -15,6 +15,7 @@ pub mod heartbeat;
 pub mod hops;
 pub mod keep;
 pub mod le;
+pub mod lone_class;
 pub mod payload;
 pub mod relay;
 pub mod rename_db;

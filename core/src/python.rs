@@ -35,6 +35,7 @@ mod flag_words;
 mod functions;
 mod held;
 mod key_index;
+mod lone_classes;
 mod results;
 mod scan_thread;
 mod scanner;
@@ -144,6 +145,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyUnitList>()?;
     m.add_class::<PyFlagWords>()?;
     m.add_class::<key_index::PyKeyIndex>()?;
+    m.add_class::<lone_classes::PyLoneClasses>()?;
     sent::add_records(m)?;
     unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;

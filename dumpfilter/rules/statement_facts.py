@@ -53,6 +53,11 @@ def core_info(sql: str, default: str) -> StatementInfo | None:
                                joined=tuple(j for j in info.joined if real(j[0])))
 
 
+def class_declined(skip: frozenset[Kind]) -> frozenset[Kind]:
+    """The kinds `core_class` declines under `skip`: those `_info` reads a way of its own, and `skip`."""
+    return _SPECIAL | skip
+
+
 def core_class(sql: str, default: str, skip: frozenset[Kind]) -> tuple[Kind, tuple[TableRef, ...]] | None:
     """`core_info`'s kind and updated tables of `sql` under `default` off the core's facts alone (no
     StatementInfo: the core's `statement_class`), for a kind `_info` reads no way of its own and not

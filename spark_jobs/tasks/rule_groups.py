@@ -17,7 +17,7 @@ from dumpfilter.rules.decider import Gated
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.keep_table import KeepTable
 from dumpfilter.rules.schema import SCHEMA_KINDS
-from dumpfilter.rules.statement_facts import core_class
+from dumpfilter.rules.statement_facts import class_declined, core_class
 from dumpfilter.rules.statement_info import Kind, StatementInfo, TableRef
 from dumpfilter.rules.statements import plain_statement, statement_tables
 from dumpfilter.rules.transaction_filter import EMPTIED, KEEP, KEPT, SKIPPED, FilterResult, TransactionFilter
@@ -169,6 +169,10 @@ class RuleGroup:
         return ROW_SKIP if result.outcome in (EMPTIED, SKIPPED) else ROW_SLOW
 
 
+# Lone statements whose decision reads the replica's trigger knowledge or the schema model.
+_ONE_BY_ONE = frozenset({Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.UPDATE_MULTI})
+# The kinds `_parsed` reads the whole parse of: those the schema model replays, those above, SET (exempt).
+_PARSED = (SCHEMA_KINDS - {Kind.ALTER_TABLE}) | _ONE_BY_ONE | {Kind.ROUTINE, Kind.SET}
 LEFT, STAYS = -1, -2  # `LoneUnits.klass`: a unit each group decides (`decide`); one that stays ROW_SLOW
 _UNDECIDED = 0xFF  # a class's code not decided yet (`RuleGroup.codes`, `_core.mark_classes`)
 _U32 = struct.Struct("<I").pack_into  # a unit's class in `LoneUnits.class_of`, as the core reads it
@@ -182,6 +186,7 @@ class LoneUnits:
     in a decision class (`decides`: a table's CREATE, ALTER, INDEX and DROP are one)."""
 
     KEYS_MAX = 1 << 16  # keys numbered per chunk; past it, lone statements are decided one by one
+    DECLINED = class_declined(_PARSED)  # the kinds the core's classes leave to `_parsed`
 
     def __init__(self) -> None:
         self.keys: dict[Hashable, int] = {}
@@ -193,9 +198,15 @@ class LoneUnits:
         self.parts: list[tuple[int, int, tuple[TableRef, ...]]] = []
         self.numbers: dict[Hashable, int] = {}
         self._plain: Lone = []
-        # the others, by unit: (default database, text, its GTID's size, its size), each read off the
-        # core's record once (its fields are attribute reads, a call each)
-        self._queries: dict[int, tuple[str | None, str, int, int]] = {}
+        # the others, by unit: (default database, text, its GTID's size, its size, its class's number
+        # in `core_classes` or -1), each read off the core's record once (its fields are attribute
+        # reads, a call each)
+        self._queries: dict[int, tuple[str | None, str, int, int, int]] = {}
+        # The statements' classes as the core reads them (kind and updated tables, numbered by value
+        # across buffers: a DDL workload's texts are each met once, their classes again and again),
+        # and each one's class and replay here (`_by_class`), made at its first unit.
+        self.core_classes = _core.LoneClasses([kind.value for kind in self.DECLINED])
+        self._by_class: list[tuple[int, Replay] | None] = []
         self.classes: dict[int, int] = {}
         self.class_of = bytearray()  # each unit's class as the core reads it (u32; CLASS_UNREAD before `klass`)
         # the buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
@@ -216,7 +227,7 @@ class LoneUnits:
         self.classes.clear()
         self.class_of = bytearray(b"\xff" * (4 * len(units)))
         self.replays.clear()
-        self.read = lambda: units.lone_queries(formats, every=True)
+        self.read = lambda: units.lone_queries(formats, every=True, classes=self.core_classes)
 
     def plain(self) -> Lone:
         """The buffer's units of a GTID and one plain statement (`plain_statement`), by default database."""
@@ -234,7 +245,7 @@ class LoneUnits:
         queries, plain = self._queries, self._plain
         for q in found.others:
             k, db, sql = q.unit, q.db, q.sql
-            queries[k] = (db, sql, q.gtid_size, q.size)
+            queries[k] = (db, sql, q.gtid_size, q.size, q.class_id)
             if q.plain is None and plain_statement(sql):
                 plain.append((db, k.to_bytes(4, "little")))
 
@@ -277,10 +288,12 @@ class LoneUnits:
             return
         self._read()
         self._classified, texts, classes, replays, decides = True, self.texts, self.classes, self.replays, self.decides
-        class_of, parsed = self.class_of, self._parsed
-        for k, (db, sql, gtid, _) in self._queries.items():
+        class_of, parsed, by_class = self.class_of, self._parsed, self._by_class
+        for k, (db, sql, gtid, _, core) in self._queries.items():
             if gtid:
-                c, replay = texts.get((db, sql)) or parsed(db, sql)
+                # (a class the core read: its answer made at its first unit; else the text's own)
+                found = (by_class[core] if core < len(by_class) else None) if core >= 0 else None
+                c, replay = found or (self._core_class(db, core) if core >= 0 else texts.get((db, sql)) or parsed(db, sql))
                 classes[k] = c
                 if replay is not None:
                     replays[k] = (sql, db, replay)
@@ -306,6 +319,18 @@ class LoneUnits:
             _U32(self.class_of, 4 * k, CLASS_LEFT if found == LEFT else CLASS_STAYS)
         return found
 
+    def _core_class(self, db: str | None, core: int) -> tuple[int, Replay]:
+        """The class and replay of the core's class number `core` (`core_classes`), met first in a
+        unit of default database `db` (part of what it numbers), as `_parsed` makes them from a text."""
+        read = self.core_classes.get(core)
+        assert read is not None  # (numbered by the buffer's read)
+        kind, tables = Kind(read.kind), tuple(zip(read.dbs, read.names))
+        found = self._keyed((db, kind, tables, None, False, bool(tables)),
+                            tables[0] if kind is Kind.ALTER_TABLE and tables else None)
+        self._by_class += [None] * (core + 1 - len(self._by_class))
+        self._by_class[core] = found
+        return found
+
     def _parsed(self, db: str | None, sql: str) -> tuple[int, Replay]:
         """The class of statement `sql` under default database `db`, and its parse where the schema
         model replays it (DDL, CREATE FUNCTION; an ALTER TABLE's table, deferred), else None;
@@ -315,7 +340,7 @@ class LoneUnits:
         found, read = LEFT, core_class(sql, db or "", _PARSED)
         # (an ALTER TABLE read so renames nothing: the model replays it once read, `SchemaModel.defer`)
         replay: Replay = read[1][0] if read is not None and read[0] is Kind.ALTER_TABLE and read[1] else None
-        key: tuple[str | None, Kind, tuple[TableRef, ...], str | None, bool, bool] | None = (
+        key: _Key | None = (
             None if read is None else (db, *read, None, False, bool(read[1])))
         if read is None:  # (a kind the model replays, or one read its own way: the whole parse)
             info = statement_tables(sql, db or "", remember=False)
@@ -323,16 +348,7 @@ class LoneUnits:
                 key = (db, info.kind, info.updated, info.db_statement_name, info.exempt_from_table_rules, info.has_tables)
                 replay = info if info.kind in SCHEMA_KINDS or info.kind is Kind.ROUTINE else None
         if key is not None:
-            found = self.keys.get(key, LEFT)
-            if found == LEFT and len(self.keys) < self.KEYS_MAX:
-                found = self.keys[key] = len(self.keys)
-                self.infos.append(key[:3])
-                reads = (db, key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
-                if (d := self.classes_by.get((reads, key[2]))) is None:
-                    d = self.classes_by[(reads, key[2])] = len(self.parts)
-                    self.parts.append((self.number(reads), self.number(key[2]), key[2]))
-                self.decides.append(d)
-            replay = replay if found != LEFT else None
+            found, replay = self._keyed(key, replay)
         if len(sql) <= _TEXT_MAX:
             if len(self.texts) >= self.KEYS_MAX or self._text_chars + len(sql) > _TEXTS_CHARS:
                 self.texts.clear()
@@ -342,14 +358,25 @@ class LoneUnits:
         return found, replay
 
 
+    def _keyed(self, key: _Key, replay: Replay) -> tuple[int, Replay]:
+        """Key `key`'s class (its number: LEFT past KEYS_MAX keys), and `replay` where it has one."""
+        found = self.keys.get(key, LEFT)
+        if found == LEFT and len(self.keys) < self.KEYS_MAX:
+            found = self.keys[key] = len(self.keys)
+            db = key[0]
+            self.infos.append(key[:3])
+            reads = (db, key[1] if key[1] in RuleEngine.KINDS_READ else None, *key[3:])  # (its kind: KINDS_READ's)
+            if (d := self.classes_by.get((reads, key[2]))) is None:
+                d = self.classes_by[(reads, key[2])] = len(self.parts)
+                self.parts.append((self.number(reads), self.number(key[2]), key[2]))
+            self.decides.append(d)
+        return found, replay if found != LEFT else None
+
+
+# A lone statement's key: (default database, kind, updated tables, a database statement's name, exempt
+# from table rules, has tables).
+_Key = tuple[str | None, Kind, tuple[TableRef, ...], str | None, bool, bool]
+
 # `LoneUnits.texts` remembers statements up to this long, and this many characters of them in all
 # (its memory stays bounded: a few MB, whatever the texts).
 _TEXT_MAX, _TEXTS_CHARS = 4096, 4 << 20
-
-
-# Lone statements whose decision reads the replica's trigger knowledge or the schema model.
-_ONE_BY_ONE = frozenset({Kind.CREATE_TRIGGER, Kind.DROP_TRIGGER, Kind.UPDATE_MULTI})
-# The kinds `_parsed` reads the whole parse of: those the schema model replays, those above, SET (exempt).
-_PARSED = (SCHEMA_KINDS - {Kind.ALTER_TABLE}) | _ONE_BY_ONE | {Kind.ROUTINE, Kind.SET}
-
-

@@ -2,7 +2,8 @@
 `_core.UnitList.lone_queries`) against the per-unit Python read it replaces (`Unit.lone_text`): the
 same units, the same default database and SQL text, on every real fixture binlog, on generated
 binlogs of both flavors, on hypothesis binlogs (undecodable bytes included) and whatever the
-segment size; and the core's `plain` classification of those texts against `plain_statement`."""
+segment size; the core's `plain` classification of those texts against `plain_statement`, and
+their classes (`LoneClasses`, numbered across segments) against `statement_class`."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dumpfilter import _core
 from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.rules.statements import plain_statement
+from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs, written
 
@@ -53,6 +56,7 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
     for those in a part whose format changes). Returns the units listed."""
     cache = SegmentCache(directory, segment_bytes=segment_bytes)
     pos, listed = (name, 4), 0
+    classes = _core.LoneClasses([kind.value for kind in DECLINED])  # (numbered across the segments)
     while True:
         seg = cache.get(pos)
         if not seg.units:
@@ -68,8 +72,9 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
         assert len(got) == len(listed_here)
         # Asked for every unit (`experiment`'s classes): the same units, each with its text, and
         # its GTID event's and its own sizes, as the per-unit read finds them.
-        every = seg.index.unit_list.lone_queries(seg.index.formats(), every=True).others
+        every = seg.index.unit_list.lone_queries(seg.index.formats(), every=True, classes=classes).others
         assert [(q.unit, q.db, q.sql) for q in every] == [(k, *got[k]) for k in sorted(got)]
+        _check_classes(every, classes)
         for q in every:
             unit = seg.units[q.unit]
             sizes = [e.size for e in unit.txn.events]  # (a GTID and the Query, or the Query alone)
@@ -87,6 +92,27 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
         if seg.at_end or seg.error is not None:
             return listed
         pos = seg.end
+
+
+DECLINED = LoneUnits.DECLINED  # (the kinds a count's classes leave to Python's whole parse)
+
+
+def _check_classes(queries: list[_core.LoneQuery], classes: _core.LoneClasses) -> None:
+    """Each query's class (`LoneQuery.class_id`) is what `statement_class` reads of its text under its
+    default database, its kind not one declined; a declined one (-1) is a text `statement_class`
+    declines, or of a declined kind; texts of one class (the same kind and tables) share its number."""
+    seen: dict[tuple[str, tuple[str, ...], tuple[str, ...], str], int] = {}
+    for q in queries:
+        read = _core.statement_class(q.sql.encode("utf-8", "surrogateescape"), q.db)
+        if q.class_id < 0:
+            assert read is None or read.kind in {kind.value for kind in DECLINED}, (q.unit, q.sql)
+            continue
+        got = classes.get(q.class_id)
+        assert read is not None and got is not None, (q.unit, q.sql)
+        assert (got.kind, got.dbs, got.names) == (read.kind, read.dbs, read.names), (q.unit, q.sql)
+        key = (read.kind, tuple(read.dbs), tuple(read.names), q.db)
+        assert seen.setdefault(key, q.class_id) == q.class_id, (q.unit, q.sql)
+    assert len(set(seen.values())) == len(seen)
 
 
 @pytest.mark.fixtures

@@ -206,7 +206,8 @@ def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor, r
 
 def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
     """A DDL workload repeats its scratch tables' CREATE and DROP: each text is parsed once for the
-    count's classes (`LoneUnits.texts`), and the counts are those of parsing each unit."""
+    count's classes (`LoneUnits.texts`); its ALTERs, each a text of its own, are one class the core
+    reads (`LoneUnits.core_classes`), met once; and the counts are those of parsing each unit."""
     from dumpfilter.spark_jobs.tasks import rule_groups
 
     build = Build("mariadb").q("CREATE DATABASE db")
@@ -217,13 +218,28 @@ def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
     parsed: list[str] = []
     real = rule_groups.core_class  # (every text's first reader)
     monkeypatch.setattr(rule_groups, "core_class", lambda sql, db, skip: parsed.append(sql) or real(sql, db, skip))
+    classes: list[int] = []
+    by_class = rule_groups.LoneUnits._core_class
+    monkeypatch.setattr(rule_groups.LoneUnits, "_core_class",
+                        lambda self, db, core: classes.append(core) or by_class(self, db, core))
     names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
     once = _count(path, names)
-    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 8  # CREATE DATABASE, 5 ALTERs, CREATE, DROP
-    monkeypatch.setattr(rule_groups, "_TEXTS_CHARS", 100)  # three or four texts at a time: some parsed again
+    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 3  # CREATE DATABASE, CREATE, DROP
+    assert classes == [0]  # the five ALTERs' one class
+    monkeypatch.setattr(rule_groups, "_TEXTS_CHARS", 60)  # two texts at a time: some parsed again
     parsed.clear()
-    assert _count(path, names) == once and 8 < len(parsed) < 16
+    assert _count(path, names) == once and 3 < len(parsed) < 11
     monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
+    parsed.clear()
+    assert _count(path, names) == once and len(parsed) == 11
+    # No class read by the core: every ALTER's text parsed, the same counts.
+    buffer = rule_groups.LoneUnits.buffer
+
+    def by_text(self, units, formats, txn):
+        buffer(self, units, formats, txn)
+        self.read = lambda: units.lone_queries(formats, every=True)
+
+    monkeypatch.setattr(rule_groups.LoneUnits, "buffer", by_text)
     parsed.clear()
     assert _count(path, names) == once and len(parsed) == 16
 

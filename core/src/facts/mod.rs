@@ -118,6 +118,19 @@ pub fn parens_close(sql: &[u8]) -> bool {
     depth == 0
 }
 
+/// A statement's class off its facts alone: its kind and the tables it updates (a database None
+/// where the text gives none), where those are all its decision reads of the text; None where
+/// there are no facts, CTEs or renames, or no table updated but some read (`statement_class`,
+/// `lone_class::LoneClasses`).
+pub fn class(sql: &[u8]) -> Option<(&'static str, Vec<QName>)> {
+    let f = facts(sql)?;
+    let reads = f.read_text.is_some() || !f.refs.is_empty() || !f.read.is_empty();
+    if !f.ctes.is_empty() || !f.renames.is_empty() || (f.updated.is_empty() && reads) {
+        return None;
+    }
+    Some((f.kind, f.updated))
+}
+
 /// The facts of `sql` (a Query's text), or None: no statement the rules read.
 pub fn facts(sql: &[u8]) -> Option<Facts> {
     let first = sql.iter().position(|b| !lex::space(*b))?;

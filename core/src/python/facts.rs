@@ -226,15 +226,11 @@ pub(super) fn statement_class<'py>(
     sql: &[u8],
     default: &Bound<'py, PyString>,
 ) -> PyResult<Option<StatementClass>> {
-    let Some(f) = crate::facts::facts(sql) else {
+    let Some((kind, updated)) = crate::facts::class(sql) else {
         return Ok(None);
     };
-    let reads = f.read_text.is_some() || !f.refs.is_empty() || !f.read.is_empty();
-    if !f.ctes.is_empty() || !f.renames.is_empty() || (f.updated.is_empty() && reads) {
-        return Ok(None);
-    }
     let (dbs, names) = (PyList::empty(py), PyList::empty(py));
-    for (db, name) in &f.updated {
+    for (db, name) in &updated {
         match db {
             Some(db) => dbs.append(super::text(py, db)?)?,
             None => dbs.append(default)?, // (as given: a name read with surrogates stays so)
@@ -242,7 +238,7 @@ pub(super) fn statement_class<'py>(
         names.append(super::text(py, name)?)?;
     }
     Ok(Some(StatementClass {
-        kind: f.kind,
+        kind,
         dbs: dbs.unbind(),
         names: names.unbind(),
     }))

@@ -306,6 +306,8 @@ records! {
         db: Py<PyString>,
         plain: Option<bool>,
         sql: Py<PyString>,
+        /// Its class's number (`lone_queries`' `classes`), -1: declined, or not asked.
+        class_id: i64,
     }
 
     /// `UnitList.lone_queries`: the lone-statement units of a segment.

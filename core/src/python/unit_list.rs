@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
+use super::lone_classes::PyLoneClasses;
 use super::results::{
     statement_keys, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementUnits, UnitEnd,
     UnitEntry,
@@ -339,15 +340,25 @@ impl PyUnitList {
     /// gives per part (its format's QUERY post-header length, its checksum length, the first unit
     /// the format is in force for): the part's units before that one (an FDE inside the part
     /// changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
-    /// surrogateescape, as `codec.event.query_text` does.
-    #[pyo3(signature = (formats, every = false))]
+    /// surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery's class
+    /// numbered there (`class_id`; -1 where declined or not asked).
+    #[pyo3(signature = (formats, every = false, classes = None))]
     fn lone_queries<'py>(
         &self,
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
         every: bool,
+        classes: Option<PyRef<'py, PyLoneClasses>>,
     ) -> PyResult<LoneQueries> {
-        super::unit_list_reads::lone_queries(py, &self.list, &self.bufs, &formats, every)
+        let mut classes = classes.as_ref().map(|c| c.lock());
+        super::unit_list_reads::lone_queries(
+            py,
+            &self.list,
+            &self.bufs,
+            &formats,
+            every,
+            classes.as_deref_mut(),
+        )
     }
 
     /// Each slave's answer byte per unit (ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW: not fast)

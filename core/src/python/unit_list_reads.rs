@@ -13,6 +13,7 @@ use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids};
 use super::text;
 use crate::gate_reads::GateReads;
 use crate::gtid_runs;
+use crate::lone_class::LoneClasses;
 use crate::sql;
 use crate::stmt_units::StmtUnits;
 use crate::unit_list::UnitList;
@@ -24,6 +25,7 @@ pub(super) fn lone_queries(
     bufs: &[Held],
     formats: &[(usize, usize, usize)],
     every: bool,
+    mut classes: Option<&mut LoneClasses>,
 ) -> PyResult<LoneQueries> {
     let others = PyList::empty(py);
     // A segment's DDL names a few databases: a short list beats hashing.
@@ -48,6 +50,7 @@ pub(super) fn lone_queries(
                 plain[at].1.extend_from_slice(&(k as u32).to_le_bytes());
             }
             if is_plain != Some(true) || every {
+                let class = classes.as_deref_mut().and_then(|c| c.class_of(db, sql));
                 others.append(LoneQuery {
                     unit: k,
                     gtid_size: u.gtid_size as usize,
@@ -55,6 +58,7 @@ pub(super) fn lone_queries(
                     db: text(py, db)?.unbind(),
                     plain: is_plain,
                     sql: text(py, sql)?.unbind(),
+                    class_id: class.map_or(-1, i64::from),
                 })?;
             }
         }
