@@ -332,10 +332,7 @@ class RuleEngine(EffectiveSemantics, Decider):
         """What tables_ok reads of the tables a statement updates (`key_reads`; spark_jobs'
         RuleGroup, whose statement classes key the rest its decision reads): each table's step as
         tables_ok folds it, its verdict and rule, not its reason (which names the table: keys of
-        other tables alike in both are one answer). Equal reads, equal answers; remembered until `invalidate`.
-        Under database rules alone (`databases_only`) nothing: rpl_filter.cc never reaches tables_ok."""
-        if self.databases_only:  # (a DDL-heavy pass met 128 scratch tables in 16 such rule groups each)
-            return ()
+        other tables alike in both are one answer). Equal reads, equal answers; remembered until `invalidate`."""
         reads = self._table_reads.get(updated)
         if reads is None:
             if len(self._table_reads) >= _STATEMENTS_MAX:  # (bounded as the statements' memory)

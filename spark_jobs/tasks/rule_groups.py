@@ -149,8 +149,9 @@ class RuleGroup:
         assert self.engine is not None and self.lone is not None  # (answered by parse)
         base, tables, updated = self.lone.parts[d]
         steps = self.steps.get(tables)
-        if steps is None:  # (the tables' verdicts: read once)
-            steps = self.steps[tables] = self.lone.number(self.engine.table_reads(updated))
+        if steps is None:  # (the tables' verdicts: read once; none under database rules alone, never tables_ok's)
+            reads = () if self.engine.databases_only else self.engine.table_reads(updated)
+            steps = self.steps[tables] = self.lone.number(reads)
         code = self.by_reads.get((base, steps))
         if code is None:
             code = self.by_reads[(base, steps)] = self._code(self.result(k, unit := txn(k)), unit)
