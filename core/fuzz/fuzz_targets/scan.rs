@@ -1,7 +1,7 @@
 //! cargo fuzz target: any bytes through the scanner's walks (units and type walk, with and
 //! without CRC checks, at every limit; CRCs checked a run at a time must answer as one by one),
 //! the assembly, verify's expected relay logs, each unit's skip forms, a stream's send walk (and its count mode, and the statements read ahead), the replica framing, the slave's relay run, the payload decoders, the DDL
-//! text classifier, the statement facts, the lexer's error offset, the script splitter, the parenthesis check and the policy's body reader. A crash is a panic on input.
+//! text classifier, the statement facts and a lone statement's class, the lexer's error offset, the script splitter, the parenthesis check and the policy's body reader. A crash is a panic on input.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,6 +10,7 @@ use _core::assemble::{assemble, Options};
 use _core::body_reach::body_reach;
 use _core::facts::{facts, lex, parens_close, script};
 use _core::hops::statements;
+use _core::lone_class::LoneClasses;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::rename_db::DbRenames;
 use _core::scan::{Scanner, F_FAST, F_HOLES};
@@ -57,6 +58,13 @@ fuzz_target!(|data: &[u8]| {
     let mut text = verbs[control as usize % verbs.len()].to_vec();
     text.extend_from_slice(rest);
     let _ = facts(&text);
+    // And as a lone statement's class, under a default database of the input's first bytes: the
+    // same text is the same class (or declined) when met again.
+    let mut classes = LoneClasses::new(vec!["CREATE_TABLE".into()]);
+    let db = &rest[..rest.len().min(control as usize % 8)];
+    let first = classes.class_of(db, &text);
+    assert_eq!(classes.class_of(db, &text), first);
+    assert!(first.is_none_or(|id| classes.get(id).is_some()));
     // And as a trigger's, event's or routine's body: each span it declines within the text.
     if let Some(r) = body_reach(&text, control % 3) {
         assert!(r.declined.iter().all(|&(s, e)| s < e && e <= text.len()));
