@@ -292,9 +292,10 @@ class LoneUnits:
         class_of, parsed, by_class = self.class_of, self._parsed, self._by_class
         for k, (db, sql, gtid, _, core) in self._queries.items():
             if gtid:
-                # (a class the core read: its answer made at its first unit; else the text's own)
-                found = (by_class[core] if core < len(by_class) else None) if core >= 0 else None
-                c, replay = found or (self._core_class(db, core) if core >= 0 else texts.get((db, sql)) or parsed(db, sql))
+                if core >= 0:  # a class the core read: its answer made at its first unit
+                    c, replay = (by_class[core] if core < len(by_class) else None) or self._core_class(db, core)
+                else:  # the text's own
+                    c, replay = texts.get((db, sql)) or parsed(db, sql)
                 classes[k] = c
                 if replay is not None:
                     replays[k] = (sql, db, replay)
@@ -357,7 +358,6 @@ class LoneUnits:
             self.texts[(db, sql)] = (found, replay)
             self._text_chars += len(sql)
         return found, replay
-
 
     def _keyed(self, key: _Key, replay: Replay) -> tuple[int, Replay]:
         """Key `key`'s class (its number: LEFT past KEYS_MAX keys), and `replay` where it has one."""
