@@ -21,7 +21,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-rust rust-client test-fast lint stubs bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test test-rust test-fast lint stubs bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
@@ -120,12 +120,8 @@ TEST_WORKERS ?= 2
 test: system-deps setup lint test-rust
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
-test-rust: rust-client  # cargo test (.ci/run: beside lint, make -j2)
+test-rust:  # cargo test; the Rust client test_third_party_clients.py runs (.ci/run: beside lint, make -j2)
 	cd core && cargo test --release --quiet
-
-# The crates.io binlog client test_third_party_clients.py runs (its own target dir, no venv):
-# .ci/run builds it beside the install, which leaves a core idle for about a minute.
-rust-client:
 	cargo build --quiet --manifest-path tests/clients/rust-binlog/Cargo.toml
 
 test-fast: setup
