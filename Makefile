@@ -121,7 +121,7 @@ test: system-deps setup lint test-rust
 	PATH="/usr/sbin:$$PATH" $(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=20
 
 test-rust:  # cargo test; the Rust client test_third_party_clients.py runs (.ci/run: beside lint, make -j2)
-	cd core && cargo test --release --quiet
+	cd core && cargo test --profile rust-tests --quiet
 	cargo build --quiet --manifest-path tests/clients/rust-binlog/Cargo.toml
 
 test-fast: setup
