@@ -43,6 +43,12 @@ _BINARY_NAMES = {
 }
 _FALLBACK_DIRS = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
 
+# pymysql 1.2 connects in TLS mode PREFERRED by default: every connection builds a default SSL
+# context, loading the system's CA bundle (60-100 ms of CPU), and a server that offers TLS is then
+# spoken to through it. A sandbox server is this process's own, on loopback: its connections (a
+# verify run or a replica's wait opens hundreds) go without.
+NO_TLS: dict[str, Any] = {"ssl_disabled": True}
+
 # Small-memory, fast-start settings, used both for mariadb-install-db and mariadbd.
 _INSTALL_OPTIONS = ("--auth-root-authentication-method=normal", "--skip-test-db")
 _COMMON_OPTIONS = (
@@ -349,7 +355,8 @@ class MariaDBServer:
                 # Over this server's own socket: its TCP port may answer for another sandbox server
                 # that took the same free port first (this one then exits: "Bind on TCP/IP port").
                 # mariadbd listens on its socket only once its port is bound.
-                pymysql.connect(unix_socket=str(self.socket_path), user="root", connect_timeout=2).close()
+                pymysql.connect(unix_socket=str(self.socket_path), user="root", connect_timeout=2,
+                                **NO_TLS).close()
                 return
             except pymysql.err.OperationalError as exc:
                 last_exc = exc
@@ -412,13 +419,14 @@ class MariaDBServer:
     # SQL helpers
     def connect(self, db: str | None = None, *, dict_cursor: bool = False,
                 **kwargs: Any) -> pymysql.connections.Connection[Any]:
-        """New autocommit pymysql connection as root over TCP."""
+        """New autocommit pymysql connection as root over TCP, without TLS unless `kwargs` ask
+        for it (`ssl_disabled=False` and pymysql's ssl options)."""
         import pymysql.cursors
 
         if not self.running:
             raise SandboxError(f"server {self.name} is not running")
         params: dict[str, Any] = dict(host="127.0.0.1", port=self.port, user="root", database=db,
-                                      autocommit=True, charset="utf8mb4", connect_timeout=5)
+                                      autocommit=True, charset="utf8mb4", connect_timeout=5, **NO_TLS)
         if dict_cursor:
             params["cursorclass"] = pymysql.cursors.DictCursor
         params.update(kwargs)
