@@ -454,6 +454,15 @@ class MariaDBServer:
         """FLUSH BINARY LOGS: closes the current binlog and opens the next one."""
         self.execute("FLUSH BINARY LOGS")
 
+    def reset_master(self) -> None:
+        """RESET MASTER: every binlog file removed, the series started again at .000001.
+
+        MariaDB's RESET MASTER first waits for InnoDB to report its pending binlog checkpoint,
+        which it does only when the redo log is next flushed: InnoDB's once-a-second flush, so
+        about 1 s after any committed DML (whatever innodb_flush_log_at_trx_commit). A checkpoint
+        asked for first leaves nothing pending."""
+        self.execute(["SET GLOBAL innodb_log_checkpoint_now = ON", "RESET MASTER"])
+
     def master_position(self) -> tuple[str, int]:
         """(file, position) of the end of the current binlog (SHOW MASTER STATUS)."""
         rows = self.query("SHOW MASTER STATUS")

@@ -101,7 +101,7 @@ def test_the_writes_lint_names_are_the_rows_that_differ(servers, capsys, tmp_pat
     primary, replica = servers
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)],
                      *SEED])
-    primary.execute("RESET MASTER")
+    primary.reset_master()
     primary.execute([f"SET SESSION binlog_format = '{fmt}'", *workload(60)])
     primary.flush_logs()
     binlogs = [str(p) for p in primary.binlog_files()]
@@ -284,7 +284,7 @@ def test_each_divergent_write_is_a_row_the_replica_gets_wrong(servers, case, fmt
     assert len(numbers) * 1 <= SPREAD
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)],
                      *_seed(), *in_seed])
-    primary.execute("RESET MASTER")
+    primary.reset_master()
     primary.execute([f"SET SESSION binlog_format = '{fmt}'", *statements])
     primary.flush_logs()
     binlogs = [str(p) for p in primary.binlog_files()]

@@ -60,7 +60,7 @@ def test_lint_folds_names_as_the_replica_does(servers, capsys, case, fmt):
     replica.execute(["STOP SLAVE", "RESET SLAVE ALL", "CREATE DATABASE IF NOT EXISTS test",
                      *[f"DROP DATABASE `{n}`" for n in _user_databases(replica)]])
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in _user_databases(primary)]])
-    primary.execute("RESET MASTER")
+    primary.reset_master()
     primary.execute([f"SET SESSION binlog_format = '{fmt}'", *workload])
     primary.flush_logs()
     binlogs = [str(p) for p in primary.binlog_files()]

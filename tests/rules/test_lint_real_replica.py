@@ -163,7 +163,7 @@ def test_lint_agrees_with_real_replica(servers, capsys, tmp_path, case_id, fmt, 
     set_filters(replica, rules)
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)],
                      *SEED])
-    primary.execute("RESET MASTER")
+    primary.reset_master()
     primary.execute([f"SET SESSION binlog_format = '{fmt}'", *workload])
     primary.flush_logs()
 
@@ -211,7 +211,7 @@ def test_a_replica_that_pre_created_its_database_is_linted_from_its_own_schema(s
     primary, replica = servers
     rules = ["--replicate-wild-do-table=d.t%"]
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)]])
-    primary.execute("RESET MASTER")
+    primary.reset_master()
     primary.execute(["CREATE DATABASE d", "USE d", "CREATE TABLE t1 (id INT PRIMARY KEY)",
                      "INSERT INTO t1 VALUES (1)", "CREATE TABLE t2 (id INT PRIMARY KEY)", "INSERT INTO t2 VALUES (2)"])
     primary.flush_logs()

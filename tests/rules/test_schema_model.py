@@ -422,7 +422,7 @@ def test_a_multi_table_update_through_a_view_is_decided_as_a_real_replica_decide
     engine = RuleEngine(RuleSet(ignore_table=(rule,)), MARIADB, schema=SchemaModel.from_sql(dump))
     predicted = {column: engine.decide_statement(sql, "d") for column, sql in updates.items()}
     replica.execute(f"SET GLOBAL replicate_ignore_table = '{rule}'")
-    primary.execute("RESET MASTER")
+    primary.reset_master()
     primary.execute(["SET SESSION binlog_format = 'STATEMENT'", *updates.values()])
     make_replica(primary, replica)
     assert wait_caught_up(primary, replica, timeout=30).caught_up

@@ -115,7 +115,8 @@ def run_primary(primary: MariaDBServer, fmt: str, items: list[Item]) -> Run:
     databases = {db: db for db in DBS}
     primary.execute(["SET SESSION sql_log_bin = 0", *[f"DROP DATABASE `{n}`" for n in user_databases(primary)],
                      *seed(databases, len(items))])
-    primary.execute(["RESET MASTER", "SET GLOBAL log_bin_trust_function_creators = 1",  # (CREATE FUNCTION)
+    primary.reset_master()
+    primary.execute(["SET GLOBAL log_bin_trust_function_creators = 1",  # (CREATE FUNCTION)
                      "SET GLOBAL event_scheduler = ON"])
     files = primary.root / "tmp"  # (the server's own tmpdir: its LOAD DATA INFILE reads there)
     file, starts = "", []
