@@ -49,6 +49,17 @@ _thread_altstacks()
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
+# Each xdist worker chooses loopback ports in a slice of its own (dumpfilter.lab.ports): two
+# workers once chose the same port, one for a master it was restarting on it, the other for a
+# listener, and both tests failed.
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw") and "DUMPFILTER_PORTS" not in os.environ:
+    from dumpfilter.lab.ports import port_range as _port_range
+
+    _low, _high = _port_range()
+    _worker, _workers = int(os.environ["PYTEST_XDIST_WORKER"][2:]), int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    _width = (_high - _low) // max(_workers, 1)
+    os.environ["DUMPFILTER_PORTS"] = f"{_low + _worker * _width}-{_low + (_worker + 1) * _width}"
+
 pytest_plugins = ["tests.support.grpc_fixtures"]
 
 # ../shared/fixtures/real_binlogs beside the checkout; a git worktree nested deeper (wt/NAME) finds it

@@ -1,6 +1,7 @@
 """A loopback TCP proxy that injects faults into the master->slave direction: after every `every`
 bytes it drops the connection (FIN), resets it (RST) or stalls it (holds the bytes for `stall`
-seconds), in turn. Real sockets, real gRPC on both sides."""
+seconds), in turn; with `rate`, it is a slow link (at most `rate` bytes a second, over all its
+connections). Real sockets, real gRPC on both sides."""
 
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ FAULTS = ("drop", "reset", "stall")
 
 
 class FaultyProxy:
-    def __init__(self, target: tuple[str, int], *, every: int, stall: float = 3.0, faults=FAULTS):
-        self.target, self.every, self.stall, self.faults = target, every, stall, faults
+    def __init__(self, target: tuple[str, int], *, every: int | None = None, stall: float = 3.0, faults=FAULTS,
+                 rate: float | None = None):
+        self.target, self.every, self.stall, self.faults, self.rate = target, every, stall, faults, rate
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.forwarded = 0          # master->slave bytes, over every connection
         self.next_fault = every
+        self.started = time.monotonic()
         self.injected: dict[str, int] = dict.fromkeys(faults, 0)
         self.connections = 0
         self._lock = threading.Lock()
@@ -52,9 +55,11 @@ class FaultyProxy:
     def _fault_for(self, n: int) -> str | None:
         with self._lock:
             self.forwarded += n
-            if self.forwarded < self.next_fault:
+            if self.rate:  # the link's pace: these bytes leave no sooner than the rate allows
+                time.sleep(max(0.0, self.started + self.forwarded / self.rate - time.monotonic()))
+            if self.next_fault is None or self.forwarded < self.next_fault:
                 return None
-            self.next_fault = self.forwarded + self.every
+            self.next_fault = self.forwarded + (self.every or 0)
             kind = self.faults[sum(self.injected.values()) % len(self.faults)]
             self.injected[kind] += 1
             return kind
