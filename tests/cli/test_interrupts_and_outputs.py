@@ -20,6 +20,7 @@ import pytest
 from dumpfilter.cli import app
 from dumpfilter.spark_jobs import session
 from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.support.shared_workloads import SPLIT_WORKLOAD, shared_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGY = ROOT / "dumpfilter" / "data" / "default_topology.toml"
@@ -135,11 +136,9 @@ def test_py4j_noise_on_its_own_loggers_is_dropped_too(monkeypatch):
 
 
 @pytest.mark.spark
-def test_ctrl_c_during_a_spark_split_is_one_line(tmp_path):
+def test_ctrl_c_during_a_spark_split_is_one_line(tmp_path, tmp_path_factory):
     """Before: four py4j tracebacks (about 50 lines) before `dumpfilter: interrupted`."""
-    binlogs = tmp_path / "in"
-    binlogs.mkdir()
-    generate(WorkloadSpec(seed=5, transactions=40_000, max_binlog_size=8_000_000), binlogs)
+    binlogs = shared_workload(tmp_path_factory, SPLIT_WORKLOAD)
     process = subprocess.Popen([sys.executable, "-m", "dumpfilter", "split", str(binlogs), "--out", "out",
                                 "--spark-master", "local[1]", "--chunk-bytes", "1000000"],
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -161,7 +160,7 @@ def test_ctrl_c_during_a_spark_split_is_one_line(tmp_path):
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "py4j" not in stderr, stderr
     assert stderr.strip().splitlines()[-1] == "dumpfilter: interrupted"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_sigterm_whose_cleanup_raises_still_ends_as_terminated(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dumpfilter.workload.generator import WorkloadSpec, generate
+from tests.support.shared_workloads import SPLIT_WORKLOAD, shared_workload
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(400)
@@ -105,10 +105,7 @@ def assert_terminated(command: Command, err: str) -> None:
 
 @pytest.fixture(scope="module")
 def binlogs(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("binlogs") / "in"
-    directory.mkdir()
-    generate(WorkloadSpec(seed=5, transactions=40_000, max_binlog_size=8_000_000), directory)
-    return directory
+    return shared_workload(tmp_path_factory, SPLIT_WORKLOAD)
 
 
 def staged(tmp_path: Path) -> bool:
