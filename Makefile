@@ -3,7 +3,7 @@
 #   make test   run the checks (make lint), then every test (unit, property, gRPC, Spark, real MariaDB)
 #   make lint   ruff, mypy (strict on every package), stubtest (_core.pyi against the built core),
 #               the stub against what the Rust generates, cargo clippy -D warnings
-#   make stubs  write dumpfilter/_core.pyi from the core's Rust (pyo3-stub-gen)
+#   make stubs  write dumpfilter/_core.pyi from the core's Rust (pyo3-stub-gen), stamped in core/stubs.stamp
 #   make bench  run the benchmarks (ratios against same-process baselines)
 #   make fuzz   fuzz the compiled core's scanner for FUZZ_SECONDS (cargo fuzz)
 
@@ -21,7 +21,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 export PYTHONWARNINGS := ignore:Editable installation
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-rust test-fast lint stubs bench fuzz setup system-deps proto bytecode clean
+.PHONY: demo test test-rust test-fast lint stubs stub-stamp bench fuzz setup system-deps proto bytecode clean
 
 setup: $(STAMP) $(CORE_STAMP) proto bytecode
 
@@ -95,8 +95,16 @@ demo: setup
 # the core `setup` built: every name the module exports, each parameter's name, kind and default,
 # classes final at run time, with no allowlist.
 STUB_GEN := cd core && PYO3_PYTHON="$(abspath $(PY))" cargo run --quiet --features stubs --bin stub_gen
+# The stub's inputs (the core's sources, manifests and lock: the generator reads nothing else) and
+# the stub, hashed: `make stubs` records the hash in core/stubs.stamp, and lint builds and runs the
+# generator (pyo3-stub-gen and the core: about 110 s of CPU) only when it differs.
+STUB_STAMP := cd core && { find src stub-attrs/src Cargo.toml Cargo.lock stub-attrs/Cargo.toml -type f -print0 \
+	| LC_ALL=C sort -z | xargs -0 sha256sum; cat ../dumpfilter/_core.pyi; } | sha256sum | cut -d' ' -f1
 stubs: setup
 	$(STUB_GEN) > ../dumpfilter/_core.pyi.new && mv ../dumpfilter/_core.pyi.new ../dumpfilter/_core.pyi
+	($(STUB_STAMP)) > core/stubs.stamp
+stub-stamp:  # the hash `make stubs` records in core/stubs.stamp, of the files as they are now
+	@$(STUB_STAMP)
 
 lint: setup
 	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy; failed=""; \
@@ -105,7 +113,9 @@ lint: setup
 	echo "lint: stubtest dumpfilter._core (the core's stub against the built module)"; \
 	$(PY) -m mypy.stubtest --strict-type-check-only dumpfilter._core || failed="$$failed stubtest"; \
 	echo "lint: dumpfilter/_core.pyi is what \`make stubs\` writes"; \
-	($(STUB_GEN) | diff -u ../dumpfilter/_core.pyi -) || failed="$$failed stubs"; \
+	if [ "$$($(STUB_STAMP))" = "$$(cat core/stubs.stamp 2>/dev/null)" ]; then \
+	  echo "lint: (the stub and the core's sources are those \`make stubs\` stamped: core/stubs.stamp)"; \
+	else ($(STUB_GEN) | diff -u ../dumpfilter/_core.pyi -) || failed="$$failed stubs"; fi; \
 	echo "lint: cargo clippy --workspace --all-targets -- -D warnings"; \
 	(cd core && cargo clippy --quiet --workspace --all-targets -- -D warnings) || failed="$$failed clippy"; \
 	echo "lint: cargo clippy --all-targets --features stubs -- -D warnings"; \
