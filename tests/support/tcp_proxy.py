@@ -22,7 +22,7 @@ class FaultyProxy:
         self.port = self.listener.getsockname()[1]
         self.forwarded = 0          # master->slave bytes, over every connection
         self.next_fault = every
-        self.started = time.monotonic()
+        self.started: float | None = None  # the first forwarded byte's time: the pace counts from it
         self.injected: dict[str, int] = dict.fromkeys(faults, 0)
         self.connections = 0
         self._lock = threading.Lock()
@@ -56,6 +56,8 @@ class FaultyProxy:
         with self._lock:
             self.forwarded += n
             if self.rate:  # the link's pace: these bytes leave no sooner than the rate allows
+                if self.started is None:
+                    self.started = time.monotonic()
                 time.sleep(max(0.0, self.started + self.forwarded / self.rate - time.monotonic()))
             if self.next_fault is None or self.forwarded < self.next_fault:
                 return None
