@@ -71,7 +71,9 @@ def test_the_suites_workers_choose_in_slices_apart():
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is None:
         pytest.skip("not an xdist worker: no slice given")
-    low, high = ports.port_range()
     count, index = int(os.environ["PYTEST_XDIST_WORKER_COUNT"]), int(worker[2:])
     width = (ports._ephemeral_low() - ports._LOWEST) // count
+    if width <= 100:
+        pytest.skip("no room below the ephemeral ports for a slice each: the kernel chooses")
+    low, high = ports.port_range()
     assert (low, high) == (ports._LOWEST + index * width, ports._LOWEST + (index + 1) * width)
