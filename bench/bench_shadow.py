@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 import grpc
@@ -54,9 +55,12 @@ KINDS = (  # (rules, skip policy) per schema N: 8 kinds x 8 schemas = 64 candida
 )
 
 
-def candidates_toml() -> str:
+def candidates_toml(kinds: Collection[int] | None = None) -> str:
+    """The candidates of `kinds` (indices of KINDS; None: all), named k<index>-<schema>."""
     out = []
     for k, (rules, policy) in enumerate(KINDS):
+        if kinds is not None and k not in kinds:
+            continue
         for n in range(1, SCHEMAS + 1):
             listed = ", ".join(f'"{r.format(db=SCHEMA, n=n)}"' for r in rules)
             out.append(f'[[slaves]]\nname = "k{k}-db{n}"\nserver_id = {1000 + 10 * k + n}\n'

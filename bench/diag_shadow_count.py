@@ -10,8 +10,12 @@ count with what the first left (its rule sets' keep tables); `--out` then writes
 (its default, else `db`): `sbtest` for the bench matrix's DDL-heavy and sysbench binlogs. Counted
 over a binlog without them, every candidate keeps nothing: a workload the bench never measures
 (session 82's instruction counts were taken so), which the count then says.
+`--kinds 0,3`: only those of bench_shadow's KINDS (8 candidates each; all 8 kinds, 64 candidates, by
+default): what the pass costs per rule group, against the part every group shares.
+`--segment-mb N`: the master's segments of N MiB (its SEGMENT_BYTES, 8, by default; its cache 4 of
+them, as the master's): what the count costs per segment, against what it costs per unit.
 
-    python -m bench.diag_shadow_count DIR [--schema S] [--out FILE] [--passes N]
+    python -m bench.diag_shadow_count DIR [--schema S] [--out FILE] [--passes N] [--kinds K,..] [--segment-mb N]
     valgrind --tool=callgrind --toggle-collect=sys_call_tracing python -m bench.diag_shadow_count DIR --schema sbtest
 """
 
@@ -27,7 +31,7 @@ from typing import Any
 
 from bench import bench_shadow
 from dumpfilter.cli.app import GC_GEN0_THRESHOLD
-from dumpfilter.master.read.segments import SegmentCache
+from dumpfilter.master.read.segments import SEGMENT_BYTES, SegmentCache
 from dumpfilter.master.shadow.board import ShadowBoard
 from dumpfilter.rules import lazy_sqlglot
 from dumpfilter.spark_jobs.tasks import bandwidth
@@ -49,8 +53,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--passes", type=int, default=1)
     parser.add_argument("--schema", default=bench_shadow.SCHEMA, help="the candidates' schemas are SCHEMA1..SCHEMA8")
+    parser.add_argument("--kinds", type=_kinds, default=tuple(range(len(bench_shadow.KINDS))),
+                        help="bench_shadow's candidate kinds counted, by index (default: all 8)")
+    parser.add_argument("--segment-mb", type=_positive, default=SEGMENT_BYTES >> 20, help="the master's segment size, MiB")
     args = parser.parse_args()
     bench_shadow.SCHEMA = args.schema
+    segment = args.segment_mb << 20
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)  # as the master's command sets it
     spent = [0.0]
@@ -72,13 +80,13 @@ def main() -> None:
     lazy_sqlglot.sqlglot.Dialect.get_or_raise("mysql")
     gc.freeze()
     for k in range(args.passes):
-        cache = SegmentCache(args.dir)
+        cache = SegmentCache(args.dir, segment_bytes=segment, cache_bytes=4 * segment)
         board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), None, cache)  # type: ignore[arg-type]
-        board.add(parse_topology(bench_shadow.candidates_toml()), None, from_start=True)
+        board.add(parse_topology(bench_shadow.candidates_toml(args.kinds)), None, from_start=True)
         spent[0] = 0.0
         started = time.process_time()
         board.count()
-        print(f"pass {k + 1}: 64 candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
+        print(f"pass {k + 1}: {len(args.kinds) * bench_shadow.SCHEMAS} candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
               f"counting {spent[0]:.2f} s (thread CPU of the segments' counts)")
         schemas = {f"{args.schema}{n}" for n in range(1, bench_shadow.SCHEMAS + 1)}
         if not any(isinstance(name, tuple) and name[0] in schemas for c in board.candidates.values()
@@ -86,6 +94,24 @@ def main() -> None:
             print(f"  no table of {args.schema}1..{args.schema}8 counted: the binlog has no such schema (--schema)")
         if args.out:
             _write(board, args.out if args.passes == 1 else args.out.with_name(f"{args.out.name}.{k + 1}"))
+
+
+def _kinds(text: str) -> tuple[int, ...]:
+    """`--kinds`: indices of bench_shadow.KINDS, comma-separated."""
+    try:
+        kinds = tuple(int(k) for k in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected indices such as 0,3") from None
+    if not kinds or any(not 0 <= k < len(bench_shadow.KINDS) for k in kinds):
+        raise argparse.ArgumentTypeError(f"{text!r}: each index from 0 to {len(bench_shadow.KINDS) - 1}")
+    return kinds
+
+
+def _positive(text: str) -> int:
+    """`--segment-mb`: a whole number of MiB, 1 or more."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of MiB, 1 or more")
+    return int(text)
 
 
 def _write(board: ShadowBoard, out: Path) -> None:

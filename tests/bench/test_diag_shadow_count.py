@@ -1,0 +1,54 @@
+"""bench.diag_shadow_count, the shadow pass's count in process, by its own command line: a
+candidate's totals (by hour, minute, table and statement) do not depend on which other candidates
+are counted beside it (`--kinds`: the rule groups of a pass answer each unit for all of them at
+once) nor on the size of the master's segments the pass walks (`--segment-mb`). Nothing here
+asserts a time."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import bench_shadow
+from dumpfilter.workload.generator import WorkloadSpec, generate
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _count(binlogs: Path, out: Path, *options: str) -> dict[str, dict]:
+    done = subprocess.run([sys.executable, "-m", "bench.diag_shadow_count", str(binlogs), "--schema", "db",
+                           "--out", str(out), *options], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+@pytest.fixture(scope="module")
+def binlogs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A MIXED binlog over db1..db8 with DDL and cross-database statements, in several files."""
+    directory = tmp_path_factory.mktemp("diag-shadow")
+    generate(WorkloadSpec(seed=97, schemas=8, transactions=8_000, binlog_format="mixed", ddl_share=0.05,
+                          max_binlog_size=3_000_000), directory)
+    return directory
+
+
+def test_a_candidates_counts_do_not_depend_on_the_others_or_on_the_segments(binlogs: Path, tmp_path: Path):
+    every = _count(binlogs, tmp_path / "all.json")
+    assert len(every) == len(bench_shadow.KINDS) * bench_shadow.SCHEMAS
+    assert any(c["totals"]["bytes_sent"] != "0" for c in every.values())  # (the rules meet the schemas)
+    some = _count(binlogs, tmp_path / "some.json", "--kinds", "1,5", "--segment-mb", "1")
+    assert sorted(some) == sorted(name for name in every if name.startswith(("k1-", "k5-")))
+    for name, counts in some.items():
+        assert counts == every[name], name
+
+
+@pytest.mark.parametrize(("option", "value"), [("--kinds", ""), ("--kinds", "x"), ("--kinds", "0,8"), ("--kinds", "-1"),
+                                               ("--segment-mb", "0"), ("--segment-mb", "-3"), ("--segment-mb", "1.5")])
+def test_a_malformed_option_is_one_line_and_exit_2(option: str, value: str, tmp_path: Path):
+    done = subprocess.run([sys.executable, "-m", "bench.diag_shadow_count", str(tmp_path), f"{option}={value}"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert f"argument {option}" in done.stderr and "Traceback" not in done.stderr
