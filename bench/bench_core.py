@@ -23,7 +23,6 @@ made under the same machine load. Results: a table on stdout and bench/results/c
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -35,13 +34,13 @@ from pathlib import Path
 import grpc
 
 from bench.bench_filter import baseline_loop, engine, interleaved, row_file
-from bench.common import target_mb, write_result
+from bench.common import env_int, target_mb, write_result
 from dumpfilter.codec.scanner import Scanner, type_mask
 from dumpfilter import _core
 from dumpfilter.master.service import BATCH_BYTES  # the master's batch size: the bare stream's message size
 
 ROOT = Path(__file__).resolve().parents[1]
-ROUNDS = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "3"))
+ROUNDS = env_int("DUMPFILTER_BENCH_REPEAT", 3)
 
 
 def _mariadb_binlog() -> str | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import process_cpu_s, row_binlog, target_mb, write_result
+from bench.common import env_int, process_cpu_s, row_binlog, target_mb, write_result
 
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.lab.ports import free_port
@@ -130,7 +130,7 @@ def main() -> dict:
     binlog_dir = path.parent
     size = sum(p.stat().st_size for p in binlog_dir.glob("bench-bin.0*"))
     mb = size / 1e6
-    repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+    repeat = env_int("DUMPFILTER_BENCH_REPEAT", 2)
     load = os.getloadavg()[0]
     one = best(binlog_dir, ["db1"], repeat)
     s = one["stats"][0]

@@ -38,7 +38,7 @@ from pathlib import Path
 from bench.bench_fanout_procs import real_binlog
 from bench.bench_filter import tiled_row_file
 from bench.mixed_binlog import mixed_binlog
-from bench.common import write_result
+from bench.common import env_int, write_result
 
 CMD = [sys.executable, "-m", "dumpfilter"]
 # Issue #40 goal 3: 8 slaves within 1.5x one `filter` pass, 64 within 2x (the issue's 64 slaves;
@@ -82,8 +82,8 @@ def _topology(path: Path, n: int, distinct: bool | str) -> Path:
 
 
 def main() -> dict:
-    mb = int(os.environ.get("DUMPFILTER_EXPERIMENT_MB", "520"))
-    repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "3"))
+    mb = env_int("DUMPFILTER_EXPERIMENT_MB", 520)
+    repeat = env_int("DUMPFILTER_BENCH_REPEAT", 3)
     binlogs = real_binlog(mb)
     files = sorted(p for p in binlogs.iterdir() if p.name[-6:].isdigit())
     size = sum(p.stat().st_size for p in files)
@@ -220,7 +220,7 @@ def lint_part(repeat: int) -> dict:
     only the tables it touched are asked again), and `experiment --candidates` with 8 candidates
     (lint on: one scan for all) against the same experiment without candidates, on the ROW series.
     Whole commands less the interpreter's start, interleaved; CPU from each process's rusage."""
-    binlogs, mixed = real_binlog(int(os.environ.get("DUMPFILTER_EXPERIMENT_MB", "520"))), mixed_binlog()
+    binlogs, mixed = real_binlog(env_int("DUMPFILTER_EXPERIMENT_MB", 520)), mixed_binlog()
     churn = tiled_row_file(520)
     work = Path(tempfile.mkdtemp(prefix="bench-experiment-lint-"))
     try:

@@ -9,11 +9,10 @@ interleaved. Input: bench.common's 60 MB ROW binlog of 8 schemas (DUMPFILTER_FAN
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
-from bench.common import row_binlog, write_result
+from bench.common import env_int, row_binlog, write_result
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.master.model import ChannelSpec, Registration
 from dumpfilter.master.service import DumpService
@@ -41,8 +40,8 @@ def master_cpu(directory, rule_sets: list[RuleSet]) -> float:
 
 
 def main() -> dict:
-    path = row_binlog(int(os.environ.get("DUMPFILTER_FANOUT_MB", "60")))
-    repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+    path = row_binlog(env_int("DUMPFILTER_FANOUT_MB", 60))
+    repeat = env_int("DUMPFILTER_BENCH_REPEAT", 2)
     one_rules = [RuleSet(wild_do_table=("db%.%",))]
     eight_rules = [RuleSet(do_db=(f"db{i}",)) for i in range(1, 9)]
     one = eight = float("inf")

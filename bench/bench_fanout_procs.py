@@ -46,7 +46,7 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import DATA_DIR, free_port, serve_master, stop_process, write_result
+from bench.common import DATA_DIR, BenchSettingError, env_float, env_int, free_port, serve_master, stop_process, write_result
 from bench.grpc_floor import floor_cpu
 from dumpfilter.master.read.segments import CACHE_BYTES, RESIDENT_BYTES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
@@ -462,13 +462,13 @@ def _goals(state: str, got: dict, floor_s: float, transport: dict[int, float]) -
 
 
 def main() -> dict:
-    mb = int(os.environ.get("DUMPFILTER_FANOUT_PROCS_MB", "520"))
-    stagger = float(os.environ.get("DUMPFILTER_FANOUT_STAGGER", "0.5"))
+    mb = env_int("DUMPFILTER_FANOUT_PROCS_MB", 520)
+    stagger = env_float("DUMPFILTER_FANOUT_STAGGER", 0.5, zero_ok=True)
     kinds = os.environ.get("DUMPFILTER_FANOUT_SLAVES", ",".join(RUN_KINDS)).split(",")
     states = os.environ.get("DUMPFILTER_FANOUT_PAGE_CACHE", "small").split(",")
     unknown = sorted(set(states) - set(PAGE_CACHE_STATES)) + sorted(set(kinds) - set(RUN_KINDS))
     if unknown:
-        raise SystemExit(f"DUMPFILTER_FANOUT_PAGE_CACHE / _SLAVES: unknown {', '.join(unknown)} "
+        raise BenchSettingError(f"DUMPFILTER_FANOUT_PAGE_CACHE / _SLAVES: unknown {', '.join(unknown)} "
                          f"(known: {', '.join(PAGE_CACHE_STATES)}; {', '.join(RUN_KINDS)})")
     given = os.environ.get("DUMPFILTER_FANOUT_PROCS_DIR")
     binlog_dir = Path(given).resolve() if given else real_binlog(mb)
@@ -477,7 +477,7 @@ def main() -> dict:
         SCHEMA_PREFIX = "sbtest"
     size = sum(p.stat().st_size for p in _binlog_files(binlog_dir))
     load = os.getloadavg()[0]
-    repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+    repeat = env_int("DUMPFILTER_BENCH_REPEAT", 2)
     _small_folios(binlog_dir)
     floor_s = min(touch_pass_s(binlog_dir) for _ in range(3))  # in the same run as the goals
     transport = floor_cpu(size >> 20, [1, 8], repeat)

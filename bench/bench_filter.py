@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import DATA_DIR, row_binlog, target_mb, write_result
+from bench.common import DATA_DIR, BenchSettingError, row_binlog, target_mb, write_result
 from dumpfilter.codec import BinlogReader
 from dumpfilter.errors import DumpFilterError
 from dumpfilter.workload import WorkloadSpec, generate
@@ -332,7 +332,11 @@ def _run_command(argv: list[str]) -> None:
 
 def mixed_sizes() -> list[int]:
     """The MIXED binlogs' sizes in MB (DUMPFILTER_MIXED_MB, comma-separated)."""
-    return [int(mb) for mb in os.environ.get("DUMPFILTER_MIXED_MB", "250,500").split(",") if mb.strip()]
+    text = os.environ.get("DUMPFILTER_MIXED_MB", "250,500")
+    sizes = [mb.strip() for mb in text.split(",") if mb.strip()]
+    if not sizes or not all(mb.isdigit() and int(mb) > 0 for mb in sizes):
+        raise BenchSettingError(f"DUMPFILTER_MIXED_MB={text!r}: expected sizes in MB, comma-separated, each above 0")
+    return [int(mb) for mb in sizes]
 
 
 def bench_mixed(tmp: Path, fmt: str = "MIXED", mb: int | None = None) -> dict:
@@ -429,6 +433,7 @@ def _fixture_statements(parser_reads) -> dict:
 
 
 def main() -> dict:
+    mixed_sizes()  # (a setting that cannot be used: said before any binlog is written or read)
     with tempfile.TemporaryDirectory(prefix="bench-filter-") as tmp:
         tmp = Path(tmp)
         results = {"row_do_db": bench_row(tmp), "wild_rules": bench_wild(tmp), "statement": bench_statement(tmp),

@@ -30,13 +30,13 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench.common import BENCH_DIR, free_port, row_binlog, stop_process, target_mb, write_result
+from bench.common import BENCH_DIR, env_float, env_int, free_port, row_binlog, stop_process, target_mb, write_result
 
 ROOT = BENCH_DIR.parent
 THREADS = 8
 TOKEN = "bench-flood-metrics-token"
-RUNS = int(os.environ.get("DUMPFILTER_FLOOD_RUNS", "4"))
-FLOOD_SECONDS = float(os.environ.get("DUMPFILTER_FLOOD_SECONDS", "75"))
+RUNS = env_int("DUMPFILTER_FLOOD_RUNS", 4)
+FLOOD_SECONDS = env_float("DUMPFILTER_FLOOD_SECONDS", 75)
 RECONNECT = os.environ.get("DUMPFILTER_FLOOD_RECONNECT", "") == "1"
 OWN = [("grpc.use_local_subchannel_pool", 1)]   # a connection per channel (gRPC shares one per process)
 
@@ -167,7 +167,7 @@ def _run(binlog_dir: Path, tmp: Path, flooded: bool) -> dict:
 
 
 def main() -> None:
-    mb = int(os.environ.get("DUMPFILTER_FLOOD_MB", target_mb()))
+    mb = env_int("DUMPFILTER_FLOOD_MB", target_mb())
     binlog = row_binlog(mb)
     size = sum(p.stat().st_size for p in binlog.parent.glob("bench-bin.0*"))
     with tempfile.TemporaryDirectory(prefix="bench-flood-") as tmp_name:

@@ -35,15 +35,15 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import serve_master, stop_process, write_result
+from bench.common import env_float, env_int, serve_master, stop_process, write_result
 
 from dumpfilter.binlogs.watch import DirectoryWatch
 from dumpfilter.errors import PositionError
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, replica_status
 from dumpfilter.slave.info_file import info_text, read_info, write_in_place
 
-SECONDS = float(os.environ.get("DUMPFILTER_LATENCY_SECONDS", "20"))
-TPS = int(os.environ.get("DUMPFILTER_LATENCY_TPS", "400"))
+SECONDS = env_float("DUMPFILTER_LATENCY_SECONDS", 20)
+TPS = env_int("DUMPFILTER_LATENCY_TPS", 400)
 BEAT_EVERY = 0.05
 WARMUP_BEATS = 10  # the first beats (the streams' first batches, the slave's first relay file) are left out
 REPLICA_OPTIONS = ["--slave-run-triggers-for-rbr=YES"]

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.common import write_result
+from bench.common import env_float, env_int, write_result
 from dumpfilter.codec import group_transactions
 from dumpfilter.binlogs import TailingReader
 from dumpfilter.binlogs.lint import units as binlog_units
@@ -47,10 +47,6 @@ from dumpfilter.codec.rename import rewrite_event
 ROOT = Path(__file__).resolve().parents[1]
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _env(name: str, default: float) -> float:
-    return float(os.environ.get(name, default))
 
 
 # Eight rule shapes, cycled over the slaves: one database, a wild table, an ignored database,
@@ -422,10 +418,10 @@ def run(seconds: float, n_slaves: int, rate: float, n_dbs: int, binlog_format: s
 
 
 def main() -> dict:
-    seconds = _env("DUMPFILTER_LOAD_SECONDS", 60)
-    result = run(seconds, int(_env("DUMPFILTER_LOAD_SLAVES", 32)), _env("DUMPFILTER_LOAD_RATE", 20),
-                 int(_env("DUMPFILTER_LOAD_DBS", 4)), os.environ.get("DUMPFILTER_LOAD_FORMAT", "ROW"),
-                 _env("DUMPFILTER_LOAD_SAMPLE", 5))
+    seconds = env_float("DUMPFILTER_LOAD_SECONDS", 60)
+    result = run(seconds, env_int("DUMPFILTER_LOAD_SLAVES", 32), env_float("DUMPFILTER_LOAD_RATE", 20),
+                 env_int("DUMPFILTER_LOAD_DBS", 4), os.environ.get("DUMPFILTER_LOAD_FORMAT", "ROW"),
+                 env_float("DUMPFILTER_LOAD_SAMPLE", 5))
     for key, value in result.items():
         if key not in ("samples", "per_slave"):
             print(f"{key:32} {value}")

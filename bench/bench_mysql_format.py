@@ -17,7 +17,6 @@ No test asserts any of it. Results: bench/results/mysql_format.json."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -26,11 +25,11 @@ from pathlib import Path
 
 from bench.bench_dump import ROOT, Master
 from bench.bench_skip_policies import stream_seconds
-from bench.common import row_binlog, target_mb, write_result
+from bench.common import env_int, row_binlog, target_mb, write_result
 from dumpfilter.binlogs.gtid_start import BinlogStatus
 from dumpfilter.skip_policy import NAMES as POLICIES
 
-REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+REPEAT = env_int("DUMPFILTER_BENCH_REPEAT", 2)
 
 
 def _process_seconds(args: list[str], out: Path) -> float:

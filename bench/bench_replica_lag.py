@@ -19,12 +19,12 @@ import subprocess
 import threading
 import time
 
-from bench.common import serve_master, stop_process, write_result
+from bench.common import env_float, env_int, serve_master, stop_process, write_result
 
 from dumpfilter.lab.sandbox import MariaDBServer, make_replica, replica_status
 
-SECONDS = float(os.environ.get("DUMPFILTER_LAG_SECONDS", "30"))
-THREADS = int(os.environ.get("DUMPFILTER_LAG_THREADS", "4"))
+SECONDS = env_float("DUMPFILTER_LAG_SECONDS", 30)
+THREADS = env_int("DUMPFILTER_LAG_THREADS", 4)
 
 
 def _sysbench(primary: MariaDBServer, command: str, seconds: float = 0) -> None:

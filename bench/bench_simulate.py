@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from bench.bench_dump import ROOT, Master
-from bench.common import write_result
+from bench.common import env_int, write_result
 from dumpfilter.lab.simulate.orchestration import load_default_topology, plan_streams
 from dumpfilter.lab.simulate.source import prepare_source
 
@@ -178,7 +178,7 @@ def main() -> dict:
     binlogs = os.environ.get("DUMPFILTER_SIMULATE_BINLOGS")
     if binlogs:
         return on_binlogs(Path(binlogs))
-    repeat = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+    repeat = env_int("DUMPFILTER_BENCH_REPEAT", 2)
     work = Path(tempfile.mkdtemp(prefix="bench-simulate-"))
     try:
         topology = load_default_topology()

@@ -35,11 +35,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.bench_dump import ROOT, Master
-from bench.common import target_mb, write_result
+from bench.common import env_int, target_mb, write_result
 from bench.mixed_binlog import mixed_binlog
 from dumpfilter.skip_policy import NAMES as POLICIES
 
-REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+REPEAT = env_int("DUMPFILTER_BENCH_REPEAT", 2)
 GATED = "heartbeat_policy"  # the heartbeat stream of an identity under a master policy
 EACH = "placeholder_each"   # the placeholder stream with every placeholder on the wire (--no-placeholder-runs)
 APART = "_each_skipped"     # a policy's stream with each skipped transaction apart (--no-skip-stretches)

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from bench.bench_load import (Offsets, SlaveProc, SysbenchLoad, WriterLoad, filtered_units, kill_all, percentile,
                               proc_cpu_rss, relay_units, rule_sets, start_slave, stop)
-from bench.common import serve_master, write_result
+from bench.common import env_float, env_int, serve_master, write_result
 from dumpfilter.lab.sandbox import MariaDBServer, diff_snapshots, replica_status, snapshot
 from dumpfilter.lab.sandbox.snapshot import Snapshot
 from dumpfilter.master.upstream.binlog_mirror import BinlogMirror
@@ -69,13 +69,10 @@ class Soak:
 
     @classmethod
     def from_env(cls) -> Soak:
-        env = {name: float(os.environ[f"DUMPFILTER_SOAK_{name.upper()}"]) for name in
-               ("seconds", "slaves", "rate", "dbs", "sample", "binlog_mb", "expire", "cap_mb")
-               if f"DUMPFILTER_SOAK_{name.upper()}" in os.environ}
-        for name in ("slaves", "dbs"):
-            if name in env:
-                env[name] = int(env[name])
-        return cls(**env)
+        defaults = cls()
+        whole = ("slaves", "dbs")  # (the rest: seconds, rates, sizes)
+        return cls(**{name: (env_int if name in whole else env_float)(f"DUMPFILTER_SOAK_{name.upper()}", getattr(defaults, name))
+                      for name in ("seconds", "slaves", "rate", "dbs", "sample", "binlog_mb", "expire", "cap_mb")})
 
     @property
     def cap(self) -> int:

@@ -33,11 +33,11 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import DATA_DIR, serve_master, stop_process, write_result
+from bench.common import DATA_DIR, env_float, env_int, serve_master, stop_process, write_result
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
-REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
+REPEAT = env_int("DUMPFILTER_BENCH_REPEAT", 2)
 REPLICA_ID = 21
 INPUTS = (("ROW", "fanout-mariadb-520mb", "db1"), ("MIXED", "mixed-sysbench-8s-220mb", "sbtest1"),
           ("STATEMENT", "statement-sysbench-8s-220mb", "sbtest1"))
@@ -102,7 +102,7 @@ def _past(file: str | None, pos, end_file: str, end_pos: int) -> bool:
     return bool(file) and (file > end_file or (file == end_file and int(pos or 0) >= end_pos))
 
 
-def replica_run(source: Path, db: str, tmp: Path, timeout: float = float(os.environ.get("DUMPFILTER_REPLICA_TIMEOUT", "300"))) -> dict:
+def replica_run(source: Path, db: str, tmp: Path, timeout: float = env_float("DUMPFILTER_REPLICA_TIMEOUT", 300)) -> dict:
     from dumpfilter.lab.sandbox import MariaDBServer, replica_status
 
     served, files = _served(source, tmp)
@@ -145,7 +145,7 @@ def replica_run(source: Path, db: str, tmp: Path, timeout: float = float(os.envi
 
 
 def direct_replica_run(source: Path, db: str, tmp: Path,
-                       timeout: float = float(os.environ.get("DUMPFILTER_REPLICA_TIMEOUT", "300"))) -> dict:
+                       timeout: float = env_float("DUMPFILTER_REPLICA_TIMEOUT", 300)) -> dict:
     """The peer of `replica_run`: the same replica with the same rule, filtering for itself
     behind a real MariaDB primary that serves the same binlog files (put in place of its own
     while it is down, so that its dump thread reads exactly these bytes): its IO thread reads

@@ -10,13 +10,12 @@ schema, and (b) `dumpfilter master serve` on the server's binlog directory strea
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from pathlib import Path
 
 from bench.bench_dump import Master, run_slaves
-from bench.common import write_result
+from bench.common import env_int, write_result
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.lab.sandbox import MariaDBServer
 from tests.support.binlog_apply import apply_binlog
@@ -78,7 +77,7 @@ def available() -> bool:
 
 def measure() -> dict:
     """Both on the same live server's binlog (figures only; `bench core` shows them in its table)."""
-    transactions = int(os.environ.get("DUMPFILTER_PMR_TRANSACTIONS", "40000"))
+    transactions = env_int("DUMPFILTER_PMR_TRANSACTIONS", 40000)
     work = Path(tempfile.mkdtemp(prefix="bench-pmr-"))
     spec = WorkloadSpec(seed=2387, schemas=8, transactions=transactions, binlog_format="row", flavor="mariadb",
                         max_binlog_size=1 << 40)

@@ -20,9 +20,40 @@ DATA_DIR = BENCH_DIR / "data"
 RESULTS_DIR = BENCH_DIR / "results"
 
 
+class BenchSettingError(ValueError):
+    """A benchmark setting (a DUMPFILTER_* variable, a benchmark's or workload's name) that cannot
+    be used: `python -m bench` says it in one line and exits 2, before anything runs on it."""
+
+
+def env_int(name: str, default: int) -> int:
+    """The environment variable `name` as a whole number above 0 (a size, a count of rounds or
+    slaves), `default` when unset."""
+    return int(_env_number(name, default, int))
+
+
+def env_float(name: str, default: float, zero_ok: bool = False) -> float:
+    """The environment variable `name` as a number above 0 (seconds, a rate; or 0 too, `zero_ok`),
+    `default` when unset."""
+    return float(_env_number(name, default, float, zero_ok))
+
+
+def _env_number(name: str, default: float, kind: type[int] | type[float], zero_ok: bool = False) -> float:
+    text = os.environ.get(name)
+    if text is None:
+        return default
+    try:
+        value: float | None = kind(text.strip())
+    except ValueError:
+        value = None
+    if value is None or not (0 <= value if zero_ok else 0 < value) or value == float("inf"):  # (nor NaN)
+        least = "0 or more" if zero_ok else "above 0"
+        raise BenchSettingError(f"{name}={text!r}: expected {'a whole number' if kind is int else 'a number'} {least}")
+    return value
+
+
 def target_mb() -> int:
     """Size of the big binlog: DUMPFILTER_BENCH_MB (default 500, as the issues ask)."""
-    return int(os.environ.get("DUMPFILTER_BENCH_MB", "500"))
+    return env_int("DUMPFILTER_BENCH_MB", 500)
 
 
 def row_binlog(mb: int | None = None, schemas: int = 8, flavor: str = "mariadb") -> Path:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shlex
 import shutil
 import subprocess
@@ -27,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import DATA_DIR, RESULTS_DIR, write_result
+from bench.common import DATA_DIR, RESULTS_DIR, env_int, write_result
 from bench.mixed_binlog import _client as sysbench_client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,7 +53,7 @@ TABLES = 4  # sbtest1..4 in each database (the application's statements write sb
 
 
 def target_mb() -> int:
-    return int(os.environ.get("DUMPFILTER_QUESTION_MB", "100"))
+    return env_int("DUMPFILTER_QUESTION_MB", 100)
 
 
 def _units(statements: list[str]) -> list[list[str]]:

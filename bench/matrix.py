@@ -54,10 +54,10 @@ from pathlib import Path
 
 from bench.bench_dump import Master
 from bench.bench_skip_policies import POLICY, experiment_vs_filter, stream_seconds
-from bench.common import settle, write_result
+from bench.common import BenchSettingError, env_int, settle, write_result
 
-REPEAT = int(os.environ.get("DUMPFILTER_BENCH_REPEAT", "2"))
-MB = int(os.environ.get("DUMPFILTER_MATRIX_MB", "520"))
+REPEAT = env_int("DUMPFILTER_BENCH_REPEAT", 2)
+MB = env_int("DUMPFILTER_MATRIX_MB", 520)
 SKIP_POLICIES = ("heartbeat", "placeholder", "empty-transaction")
 GOALS = {"policy": (">=", 0.85), "rewrite": (">=", 0.85), "placeholder": (">=", 0.75),
          "empty-transaction": (">=", 0.75), "fanout8": ("<=", 1.3), "fanout64": ("<=", None),
@@ -237,8 +237,11 @@ def _shown(figure: str, value: float, got: dict) -> str:
 
 
 def main() -> dict:
-    wanted = [w for w in os.environ.get("DUMPFILTER_MATRIX_WORKLOADS", "").split(",") if w]
+    wanted = [w.strip() for w in os.environ.get("DUMPFILTER_MATRIX_WORKLOADS", "").split(",") if w.strip()]
     workloads = _workloads()
+    if unknown := [w for w in wanted if w not in workloads]:
+        raise BenchSettingError(f"DUMPFILTER_MATRIX_WORKLOADS: no workload named {', '.join(unknown)} "
+                                f"(known: {', '.join(workloads)})")
     results: dict[str, dict] = {}
     for name, (make, schemas) in workloads.items():
         if wanted and name not in wanted:
