@@ -46,7 +46,7 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import DATA_DIR, BenchSettingError, env_float, env_int, free_port, serve_master, stop_process, write_result
+from bench.common import DATA_DIR, BenchSettingError, env_binlog_dir, env_float, env_int, free_port, serve_master, stop_process, write_result
 from bench.grpc_floor import floor_cpu
 from dumpfilter.master.read.segments import CACHE_BYTES, RESIDENT_BYTES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
@@ -470,8 +470,7 @@ def main() -> dict:
     if unknown:
         raise BenchSettingError(f"DUMPFILTER_FANOUT_PAGE_CACHE / _SLAVES: unknown {', '.join(unknown)} "
                          f"(known: {', '.join(PAGE_CACHE_STATES)}; {', '.join(RUN_KINDS)})")
-    given = os.environ.get("DUMPFILTER_FANOUT_PROCS_DIR")
-    binlog_dir = Path(given).resolve() if given else real_binlog(mb)
+    binlog_dir = env_binlog_dir("DUMPFILTER_FANOUT_PROCS_DIR") or real_binlog(mb)
     if "sysbench" in binlog_dir.name:
         global SCHEMA_PREFIX
         SCHEMA_PREFIX = "sbtest"

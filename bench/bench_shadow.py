@@ -36,7 +36,7 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import env_int, process_cpu_s, row_binlog, serve_master, stop_process, write_result
+from bench.common import env_binlog_dir, env_int, process_cpu_s, row_binlog, serve_master, stop_process, write_result
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,8 +172,7 @@ def idle_start_cpu(binlog_dir: Path) -> float:
 
 def main() -> dict:
     global _END
-    given = os.environ.get("DUMPFILTER_SHADOW_DIR")
-    binlog_dir = Path(given) if given else row_binlog(env_int("DUMPFILTER_SHADOW_MB", 100)).parent
+    binlog_dir = env_binlog_dir("DUMPFILTER_SHADOW_DIR") or row_binlog(env_int("DUMPFILTER_SHADOW_MB", 100)).parent
     files = sorted(p for p in binlog_dir.iterdir() if p.suffix[1:].isdigit())
     _END = (files[-1].name, files[-1].stat().st_size)
     mb = sum(p.stat().st_size for p in files) / 1e6

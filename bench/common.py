@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from dumpfilter.binlogs import served_paths
+from dumpfilter.errors import DumpFilterError
 from dumpfilter.workload import WorkloadSpec, generate
 from dumpfilter.lab.ports import free_port
 
@@ -49,6 +51,21 @@ def _env_number(name: str, default: float, kind: type[int] | type[float], zero_o
         least = "0 or more" if zero_ok else "above 0"
         raise BenchSettingError(f"{name}={text!r}: expected {'a whole number' if kind is int else 'a number'} {least}")
     return value
+
+
+def env_binlog_dir(name: str) -> Path | None:
+    """The environment variable `name` as a directory of binlog files (name.NNNNNN), None when unset."""
+    text = os.environ.get(name)
+    if not text:
+        return None
+    directory = Path(text).resolve()
+    try:
+        found = directory.is_dir() and bool(served_paths(directory))  # (what the master would serve)
+    except DumpFilterError:
+        found = False
+    if not found:
+        raise BenchSettingError(f"{name}={text!r}: expected a directory of binlog files (name.NNNNNN)")
+    return directory
 
 
 def target_mb() -> int:
