@@ -93,7 +93,7 @@ def test_a_setting_that_cannot_be_used_is_one_line_and_exit_2(args: tuple[str, .
 @pytest.mark.parametrize(("bench", "name"), [("shadow", "DUMPFILTER_SHADOW_DIR"), ("fanout_procs", "DUMPFILTER_FANOUT_PROCS_DIR")])
 def test_a_binlog_directory_that_holds_none_is_one_line_and_exit_2(bench: str, name: str, tmp_path: Path):
     (tmp_path / "notes.000001x").write_text("not a binlog's name")
-    for given in (tmp_path, tmp_path / "missing"):
-        done = _bench(bench, **{name: str(given)})
+    for directory in (tmp_path, tmp_path / "missing"):
+        done = _bench(bench, **{name: str(directory)})
         assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
-        assert done.stderr.strip() == f"bench {bench}: {name}={str(given)!r}: expected a directory of binlog files (name.NNNNNN)"
+        assert done.stderr.strip() == f"bench {bench}: {name}={str(directory)!r}: expected a directory of binlog files (name.NNNNNN)"
