@@ -26,13 +26,13 @@ def _bench(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, stdin=subprocess.DEVNULL, env={**os.environ, **env})
 
 
-def _said(text: str) -> str | None:
-    """What `text` reads as, or None when it is no number above 0 (the helpers' contract)."""
+def _expected(text: str, kind: type[int] | type[float]) -> float | None:
+    """What `text` should read as (the helpers' contract): a `kind` above 0, else None."""
     try:
-        value = float(text.strip())
+        value = kind(text.strip())
     except ValueError:
         return None
-    return repr(value) if 0 < value < math.inf else None
+    return value if 0 < value < math.inf else None
 
 
 @settings(max_examples=300, deadline=None)
@@ -44,16 +44,14 @@ def test_a_setting_is_a_number_above_0_or_one_error_naming_it(text: str):
     os.environ[NAME] = text
     try:
         for read, kind in ((env_int, int), (env_float, float)):
+            expected = _expected(text, kind)
             try:
                 value = read(NAME, 7)
             except BenchSettingError as exc:
-                assert str(exc).startswith(f"{NAME}={text!r}: expected"), exc
-                assert "\n" not in str(exc)
-                if kind is float:
-                    assert _said(text) is None
+                assert expected is None, (text, kind)
+                assert str(exc).startswith(f"{NAME}={text!r}: expected") and "\n" not in str(exc), exc
                 continue
-            assert isinstance(value, kind) and 0 < value < math.inf
-            assert value == kind(text.strip())
+            assert isinstance(value, kind) and value == expected, (text, value)
     finally:
         del os.environ[NAME]
 
