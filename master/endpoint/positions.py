@@ -17,7 +17,7 @@ from dumpfilter.errors import DumpFilterError
 from dumpfilter.binlogs import open_binlog
 from dumpfilter.binlogs.files import file_size
 from dumpfilter.binlogs.gtid_start import file_gtid_list, gtid_position
-from dumpfilter.skip_policy import SkipPolicy
+from dumpfilter.skip_policy import MARIADB_FLAG_IGN_GTIDS, SkipPolicy
 
 if TYPE_CHECKING:
     from dumpfilter.master.model import Batch
@@ -41,6 +41,7 @@ class ReplicaCount:
         # list without them (its flag word read as a count fails python-mysql-replication).
         self.records_gtids = records_gtids
         self.file, self.pos = file, pos
+        self.start_file = file
         self.has: dict[int, int] = {}  # domain -> the highest sequence number the replica has
         for domain, _server, seq in _mariadb_gtids(gtid_state or ""):
             self._has(domain, seq)
@@ -64,7 +65,7 @@ class ReplicaCount:
                     if last is not None:
                         self._moved(last)
                         last = None
-                    yield from self.rotate_tail(event)
+                    yield from self.rotate_tail(event, batch)
                 if self._note(event):
                     last = None
             else:
@@ -74,21 +75,20 @@ class ReplicaCount:
             self._moved(last)
         if batch.caught_up and batch.position is not None:
             file, end = batch.position
-            if file == self.file and end > self.pos:
-                for event in self.tail(file, end, batch.gtid_state):
-                    self._note(event)
-                    yield event
-                self.pos = end
+            if file == self.file:
+                yield from self.owed(end, batch.gtid_state)
+                self.pos = max(self.pos, end)
 
-    def rotate_tail(self, rotate: Event) -> list[Event]:
+    def rotate_tail(self, rotate: Event, batch: Batch) -> list[Event]:
         """A Rotate taking a MariaDB replica out of its file after a stretch the rules skipped
         there: the GTIDs of that stretch, as at a caught-up end (`tail`), before it. Without them
         the replica's gtid_slave_pos stayed at its last kept transaction while the primary's
-        gtid_binlog_pos was past the skipped ones, for good: the next file's Gtid_list is not
-        recorded, and a replica repointed at the primary by slave_pos got them again. The stretch
-        ends where the file's own Rotate starts, or where the file ends (an artificial Rotate
-        after a Stop or nothing); the GTID state there is the next file's Gtid_list (a batch
-        may go on into that file: its own state is past it)."""
+        gtid_binlog_pos was past the skipped ones, and a replica repointed at the primary by
+        slave_pos got them again. The stretch ends where the file's own Rotate starts, or where
+        the file ends (an artificial Rotate after a Stop or nothing); the GTID state there is the
+        next file's Gtid_list (a batch may go on into that file: its own state is past it). A
+        server writes its Rotate before it creates the next file: a batch that ends at that
+        Rotate (nothing of the next file yet) has the state there itself."""
         if self.fmt is None or self.fmt.flavor != "mariadb" or not self.records_gtids:
             return []
         pos, file = rotate.rotate
@@ -101,14 +101,29 @@ class ReplicaCount:
                 end = self.stop_at[1]
             else:
                 end = file_size(self.binlog_dir / self.file, 0)
-            listed = file_gtid_list(self.binlog_dir / file)
         except (DumpFilterError, OSError, ValueError):
             return []
-        if end <= self.pos or not isinstance(listed, MariadbGtidList):
+        try:
+            listed = file_gtid_list(self.binlog_dir / file)
+            state = gtid_position(listed.gtids) if isinstance(listed, MariadbGtidList) else None
+        except (DumpFilterError, OSError, ValueError):
+            state = None
+        if state is None and batch.position == (file, pos):
+            state = batch.gtid_state
+        if state is None:  # the next caught-up end sends them (`owed`): its state is past them
             return []
-        tail = self.tail(self.file, end, gtid_position(listed.gtids))
-        if not any(MariadbGtidList.decode(e.body).gtids for e in tail if e.type_code == EventType.MARIADB_GTID_LIST):
-            return []  # nothing skipped the replica lacks: its position moves with the Rotate
+        return self.owed(end, state, gtids_only=True)  # else its position moves with the Rotate
+
+    def owed(self, end: int, walked: str, *, gtids_only: bool = False) -> list[Event]:
+        """The skip policy's tail (`tail`) at `end` in the replica's file, noted as sent, when
+        the replica is behind `end` or lacks GTIDs the stream walked past; else nothing. The
+        second happens with the position already at the end: a Binlog_checkpoint the server
+        wrote after skipped transactions is sent as it is and moves the replica there, yet a
+        replica filtering for itself records their GTIDs. Dated at the replica's position when
+        that is past `end` (a Gtid_list moves a replica's executed position to its log_pos)."""
+        tail = self.tail(self.file, max(end, self.pos), walked)
+        if not any(_lists_gtids(e) for e in tail) and (gtids_only or end <= self.pos):
+            return []
         for event in tail:
             self._note(event)
         return tail
@@ -134,9 +149,7 @@ class ReplicaCount:
         if not here:  # the next file's Rotate sends the tail, with the state the Stop left (rotate_tail)
             self.stop_at = (self.file, start)
             return [stop]
-        tail = self.tail(self.file, start, batch.gtid_state) if start > self.pos else []
-        for event in tail:
-            self._note(event)
+        tail = self.owed(start, batch.gtid_state)
         self.pos = max(self.pos, stop.log_pos)
         return [*tail, stop]
 
@@ -153,7 +166,11 @@ class ReplicaCount:
         if kind == EventType.MARIADB_GTID:
             info = event.gtid_info
             self._has(info.domain, info.gno)
-        elif kind == EventType.MARIADB_GTID_LIST:
+        elif kind == EventType.MARIADB_GTID_LIST and (self.file == self.start_file or _lists_gtids(event)):
+            # A replica's SQL thread records a Gtid_list's GTIDs only when it is flagged
+            # FLAG_IGN_GTIDS (Gtid_list_log_event::do_apply_event). A file's own list names what
+            # came before the file: in the file the replica started in, history it has or never
+            # asked for; in a later one, what this stream walked past, skipped or sent.
             try:
                 listed = MariadbGtidList.decode(event.body).gtids
             except struct.error:
@@ -187,6 +204,16 @@ class ReplicaCount:
                 return read_format_description(f, str(path))[0]
         except (DumpFilterError, OSError):
             return None
+
+
+def _lists_gtids(event: Event) -> bool:
+    """Whether `event` is a Gtid_list flagged FLAG_IGN_GTIDS: GTIDs a replica's SQL thread records."""
+    if event.type_code != EventType.MARIADB_GTID_LIST:
+        return False
+    try:
+        return bool(MariadbGtidList.decode(event.body).flags << 28 & MARIADB_FLAG_IGN_GTIDS)
+    except struct.error:
+        return False
 
 
 def _mariadb_gtids(text: str) -> Iterator[tuple[int, int, int]]:
