@@ -84,6 +84,7 @@ __all__ = [
     "ScriptStatement",
     "SendConfig",
     "SendResult",
+    "SentBytes",
     "SetColumn",
     "SplitRoute",
     "SqlToken",
@@ -116,6 +117,7 @@ __all__ = [
     "heartbeat",
     "held_bytes",
     "hop",
+    "join_parts",
     "last_timestamp",
     "mark_classes",
     "mark_slow",
@@ -918,7 +920,10 @@ class SendResult:
     `UnitList.send`: what one stream sends of a run of units (see send::walk).
     """
     @property
-    def out(self) -> bytes: ...
+    def out(self) -> SentBytes:
+        r"""
+        What it sends (see SentBytes): `len()` its size.
+        """
     @property
     def next(self) -> builtins.int:
         r"""
@@ -970,6 +975,19 @@ class SendResult:
         r"""
         Whether the caller's pending Heartbeat was sent or replaced.
         """
+
+@typing.final
+class SentBytes:
+    r"""
+    What a walk sends (`UnitList.send`'s `out`), not copied yet: its pieces of the list's
+    buffers, held here (a mapping stays open while they are), and the bytes it made. They are
+    copied once, where a batch's pieces are joined (`join_parts`: a Dump reply's wire bytes, a
+    replica's batch). Copied into bytes of their own first, then joined, eight do-db streams of a
+    small-transaction binlog spent 4% of the master's CPU on the second copy. `bytes()` of it
+    fills new bytes.
+    """
+    def __len__(self) -> builtins.int: ...
+    def __bytes__(self) -> bytes: ...
 
 @typing.final
 class SetColumn:
@@ -1671,6 +1689,13 @@ def hop(buf: typing_extensions.Buffer, off: builtins.int) -> HopResult:
     A bare header hop over buf[off:] (bytes, a bytearray or a memoryview of a mapping): the events
     and where it stopped, the end of the last whole event (the benchmarks' compiled baseline, and
     where a file's whole events end).
+    """
+
+def join_parts(head: bytes, parts: list[bytes | memoryview | SentBytes], tail: bytes) -> bytes:
+    r"""
+    `head`, the bytes of each of `parts` and `tail` in one new bytes object, copied without the
+    GIL: `b"".join` where a part may also be a `SentBytes`, whose pieces are copied straight in.
+    A part is bytes, an object exporting contiguous bytes (a memoryview), or a SentBytes.
     """
 
 def last_timestamp(buf: typing_extensions.Buffer) -> builtins.int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import cast
 
+from dumpfilter._core import SentBytes, join_parts
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
 from dumpfilter.skip_policy import DEFAULT as DEFAULT_SKIP_POLICY
@@ -52,13 +54,17 @@ class RegisterResult:
     replaced: bool
 
 
+Part = bytes | memoryview | SentBytes  # a piece of a batch's events (`Batch.parts`)
+
+
 @dataclass
 class Batch:
     """What one Dump reply carries. The raw events come as the pieces the stream assembled
-    them in (`parts`): the gRPC face writes them straight into the reply's wire bytes, on its
-    own thread, and `events` joins them for any other reader."""
+    them in (`parts`: bytes, views of the binlog, and the compiled walk's SentBytes, copied
+    once): the gRPC face writes them straight into the reply's wire bytes, on its own thread,
+    and `events` joins them for any other reader."""
 
-    parts: list[bytes]
+    parts: list[Part]
     position: Pos
     transactions: int = 0
     skipped_bytes: int = 0
@@ -72,9 +78,9 @@ class Batch:
     @property
     def events(self) -> bytes:
         """The raw events, joined on first use."""
-        if len(self.parts) != 1:
-            self.parts = [b"".join(self.parts)]
-        return self.parts[0]
+        if len(self.parts) != 1 or isinstance(self.parts[0], SentBytes):
+            self.parts = [join_parts(b"", self.parts, b"")]
+        return cast(bytes, self.parts[0])
 
 
 @dataclass

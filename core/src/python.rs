@@ -40,6 +40,7 @@ mod results;
 mod scan_thread;
 mod scanner;
 mod sent;
+mod sent_bytes;
 mod split;
 mod sql_text;
 mod stmt_pieces;
@@ -146,6 +147,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFlagWords>()?;
     m.add_class::<key_index::PyKeyIndex>()?;
     m.add_class::<lone_classes::PyLoneClasses>()?;
+    m.add_class::<sent_bytes::SentBytes>()?;
     sent::add_records(m)?;
     unit_list_counts::add_records(m)?;
     scanner::add_records(m)?;
@@ -157,7 +159,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         foreign_log_pos, plain_statement, framing_statement, schema_candidates, statement_key,
         renumber, relay_run, rename_event, replica_frames, split::split_route,
         unit_list_reads::reaches_key_alone, held_bytes, unit_list_reads::mysql_gtids_at,
-        split::gtid_marks, stmt_pieces::statement_pieces, verify_forms::relayed,
+        split::gtid_marks, stmt_pieces::statement_pieces, verify_forms::relayed, sent_bytes::join_parts,
     }
     use crate::{keep, skip_forms, stmt};
     constants! { m;

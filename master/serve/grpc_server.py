@@ -22,6 +22,7 @@ from google.protobuf.message import DecodeError
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from dumpfilter._core import join_parts
 from dumpfilter.errors import AccessDeniedError, DumpFilterError, InvalidArgumentError
 from dumpfilter.rules.ruleset import Settings
 from dumpfilter.sent import SentCounts
@@ -29,7 +30,7 @@ from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 from dumpfilter.wire import (PASSWORD_KEY, USER_KEY, certificate_date_problems, read_pem, rules_from_proto,
                              rules_to_proto, schema_from_proto, skip_policy_from_proto)
 from dumpfilter.master.login_guard import HOLD_SLOTS, RESERVED_SLOTS, ChecksBusy, LoginThrottled
-from dumpfilter.master.model import Batch, ChannelSpec, Effective, Registration
+from dumpfilter.master.model import Batch, ChannelSpec, Effective, Part, Registration
 from dumpfilter.master.policy import Identity, MasterPolicy
 from dumpfilter.master.read.units import Pos
 from dumpfilter.master.rate_limited_log import ProblemLog, shown_user
@@ -57,7 +58,7 @@ _SEMANTICS = {dump_pb2.FILTER_SEMANTICS_UNSPECIFIED: "mysql", dump_pb2.FILTER_SE
 # DumpBatch.events on the wire: field 1, length-delimited.
 _EVENTS_KEY = bytes([1 << 3 | 2])
 # A Dump reply as the stream makes it: the DumpBatch without its events, and the events' pieces.
-DumpReply = tuple[dump_pb2.DumpBatch, list[bytes]]
+DumpReply = tuple[dump_pb2.DumpBatch, list[Part]]
 _Servicer = TypeVar("_Servicer")
 _Request = TypeVar("_Request")
 _Reply = TypeVar("_Reply")
@@ -74,8 +75,8 @@ def _varint(n: int) -> bytes:
 
 def _dump_reply_bytes(reply: DumpReply) -> bytes:
     """A Dump reply's wire bytes, made on grpc's thread rather than the stream's: the events
-    (a batch's pieces, about a megabyte) are copied once, straight into them, beside the other
-    fields as protobuf serializes them. A reader takes the fields in any order. Through
+    (a batch's pieces, about a megabyte) are copied once, straight into them (`join_parts`: the
+    compiled walk's pieces of the binlog too), beside the other fields as protobuf serializes them. A reader takes the fields in any order. Through
     protobuf, the events were joined, copied into the message, then copied again to serialize.
     The reply gives its pieces up (`parts` is emptied): grpc holds the reply until the stream
     has made the next one, and its pieces would be a third copy of the events (besides these
@@ -85,7 +86,7 @@ def _dump_reply_bytes(reply: DumpReply) -> bytes:
     size = sum(map(len, parts))
     if not size:
         return message.SerializeToString()
-    wire = b"".join((_EVENTS_KEY, _varint(size), *parts, message.SerializeToString()))
+    wire = join_parts(_EVENTS_KEY + _varint(size), parts, message.SerializeToString())
     parts.clear()
     return wire
 

@@ -21,7 +21,7 @@ from dumpfilter.binlogs.gtid_start import GtidState, start_file
 from dumpfilter.rules.transaction_filter import KEPT, PARTIAL
 from dumpfilter import _core, skip_policy
 from dumpfilter.master.decide.flags import schema_marks
-from dumpfilter.master.model import Batch
+from dumpfilter.master.model import Batch, Part
 from dumpfilter.master.decide.policy_check import guard_row
 from dumpfilter.master.registry import RegisteredSlave, StreamHandle
 from dumpfilter.master.read.columns import LazyUnits, UnitIndex
@@ -137,7 +137,7 @@ class SlaveStream:
         self.tracker = GtidTracker()
         self.fmt: FormatDescription | None = None
         self.master_server_id = 0
-        self.parts: list[bytes] = []
+        self.parts: list[Part] = []
         self.placeholder_runs = placeholder_runs  # the slave asked for runs of placeholders as one (SendConfig)
         self.skip_stretches = skip_stretches  # and for skipped transactions in a row as one
         self.batch_bytes = 0  # what a replica is sent of this batch (a run counted as its placeholders; a stretch as itself)

@@ -41,3 +41,17 @@ impl Held {
         }
     }
 }
+
+impl Held {
+    /// Another hold on the same bytes (a view's object exported again), for what reads them
+    /// after the UnitList that held them may be gone (`SentBytes`).
+    pub(super) fn share(&self, py: Python<'_>) -> PyResult<Self> {
+        match self {
+            Held::Bytes(b) => Ok(Held::Bytes(b.clone_ref(py))),
+            Held::View(v) => match v.obj(py) {
+                Some(obj) => Held::new(obj),
+                None => Err(PyValueError::new_err("a held buffer without its object")),
+            },
+        }
+    }
+}

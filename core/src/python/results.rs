@@ -155,7 +155,8 @@ records! {
 
     /// `UnitList.send`: what one stream sends of a run of units (see send::walk).
     SendResult = "SendResult" {
-        out: Py<PyBytes>,
+        /// What it sends (see SentBytes): `len()` its size.
+        out: Py<super::sent_bytes::SentBytes>,
         /// The first unit not handled.
         next: usize,
         kept: u64,

@@ -17,7 +17,8 @@ use super::results::{
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
-use super::sent::{add_counts, filled_bytes, send_result, SendConfig};
+use super::sent::{add_counts, send_result, SendConfig};
+use super::sent_bytes::SentBytes;
 use super::{check_off, error_field};
 use crate::count_walk::FormsCache;
 use crate::gate_reads::GateReads;
@@ -478,11 +479,14 @@ impl PyUnitList {
         };
         let list = &self.list;
         let s = py.detach(|| send::walk(list, &bufs, row, keep, start, &opt));
-        let out = filled_bytes(py, &s, &bufs)?;
         if let Some(key_tally) = stmt_counts {
             // SAFETY: as above.
             add_counts(unsafe { key_tally.as_bytes_mut() }, &s.key_counts);
         }
-        Ok(send_result(out, &s))
+        let result = send_result(Py::new(py, SentBytes::empty())?, &s);
+        Ok(SendResult {
+            out: Py::new(py, SentBytes::new(py, s, &self.bufs)?)?,
+            ..result
+        })
     }
 }

@@ -13,6 +13,7 @@ use pyo3::types::PyBytes;
 
 use super::results::{records, CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
+use super::sent_bytes::SentBytes;
 use super::unit_list::PyUnitList;
 use crate::count_walk::{self, Forms, Job};
 use crate::stmt_units::StmtUnits;
@@ -130,7 +131,7 @@ impl PyUnitList {
         counted
             .into_iter()
             .map(|c| {
-                let walk = send_result(PyBytes::new(py, b"").unbind(), &c.sent);
+                let walk = send_result(Py::new(py, SentBytes::empty())?, &c.sent);
                 Ok(CountResult {
                     walk: Py::new(py, walk)?,
                     read_by_bucket: c.read_by_bucket,

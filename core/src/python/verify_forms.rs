@@ -5,7 +5,7 @@ use dumpfilter_stub_attrs::stub;
 use pyo3::prelude::*;
 
 use super::results::Relayed;
-use super::sent::filled_bytes;
+use super::sent_bytes::filled_bytes;
 use super::unit_list::PyUnitList;
 
 /// What a slave with answers `row` (from `UnitList.rows_many`), keep bytes `keep`
