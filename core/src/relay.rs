@@ -135,6 +135,11 @@ impl RelayRun<'_> {
             out[at..at + src.len()].copy_from_slice(src);
             at += src.len();
         }
+        debug_assert_eq!(
+            at,
+            out.len(),
+            "a relay run's fill writes every byte it counted"
+        );
     }
 
     /// Appends buf[lo..hi], joined to the last range where it follows it.

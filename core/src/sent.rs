@@ -85,6 +85,7 @@ impl Sent {
             dst[at..at + src.len()].copy_from_slice(src);
             at += src.len();
         }
+        debug_assert_eq!(at, dst.len(), "a walk's fill writes every byte it counted");
     }
 }
 

@@ -354,11 +354,9 @@ pub(super) fn relay_run<'py>(
         [relay::Piece::Range(lo, hi)] if p.edits.is_empty() => PyMemoryView::from(buf.as_any())?
             .into_any()
             .get_item(PySlice::new(py, lo as isize, hi as isize, 1))?,
-        _ => PyBytes::new_with(py, p.bytes as usize, |dst| {
-            p.fill(data, dst);
-            Ok(())
-        })?
-        .into_any(),
+        _ => super::sent_bytes::bytes_filled(py, p.bytes as usize, |dst| p.fill(data, dst))?
+            .into_bound(py)
+            .into_any(),
     };
     let texts = p.lone.iter().map(|(unit, db, sql)| {
         Ok(LoneText {

@@ -119,43 +119,39 @@ pub(super) fn join_parts<'py>(
         Src::Sent(s, _) => s.out_len,
     };
     let total: usize = srcs.iter().map(len).sum();
-    // SAFETY: as `filled_bytes`: a new bytes object no other code sees until it is returned,
-    // written once, in full, below.
-    unsafe {
-        let obj =
-            pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), total as pyo3::ffi::Py_ssize_t);
-        let bytes: Bound<'_, PyBytes> =
-            Bound::from_owned_ptr_or_err(py, obj)?.cast_into_unchecked();
-        let dst = Dst(
-            pyo3::ffi::PyBytes_AsString(bytes.as_ptr()) as *mut u8,
-            total,
-        );
-        py.detach(|| {
-            let dst = dst;
-            let out = std::slice::from_raw_parts_mut(dst.0, dst.1);
-            let mut at = 0;
-            for src in &srcs {
-                let n = len(src);
-                match src {
-                    Src::Slice(b) => out[at..at + n].copy_from_slice(b),
-                    Src::Sent(s, bufs) => s.fill(bufs, &mut out[at..at + n]),
-                }
-                at += n;
+    let bytes = bytes_filled(py, total, |out| {
+        let mut at = 0;
+        for src in &srcs {
+            let n = len(src);
+            match src {
+                Src::Slice(b) => out[at..at + n].copy_from_slice(b),
+                Src::Sent(s, bufs) => s.fill(bufs, &mut out[at..at + n]),
             }
-        });
-        drop(views);
-        Ok(bytes.unbind())
-    }
+            at += n;
+        }
+    });
+    drop(views);
+    bytes
 }
 
 /// A new bytes object holding what a walk sends (`Sent::fill`), its kept bytes copied straight
 /// into it, without the GIL (a Vec assembled first, then copied into the bytes, cost a second
 /// full copy of everything sent: about 4 ms per do-db slave's pass over a 263 MB binlog).
 pub(super) fn filled_bytes(py: Python<'_>, s: &Sent, bufs: &[&[u8]]) -> PyResult<Py<PyBytes>> {
-    let len = s.out_len;
+    bytes_filled(py, s.out_len, |dst| s.fill(bufs, dst))
+}
+
+/// A new bytes object of `len` bytes, every one written by `fill`, without the GIL and not
+/// zeroed first (`PyBytes::new_with` writes zeros over the buffer, then lets the closure write
+/// it again, holding the GIL: a relay run's renamed megabyte per batch was written twice).
+pub(super) fn bytes_filled(
+    py: Python<'_>,
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) + Send,
+) -> PyResult<Py<PyBytes>> {
     // SAFETY: PyBytes_FromStringAndSize(NULL, len) returns a new, uninitialised bytes object of
     // `len` bytes (or NULL with an exception set), which no other code can see until it is
-    // handed back below; its buffer is written once, in full, before that.
+    // handed back below; `fill` writes its buffer in full before that (every caller's contract).
     unsafe {
         let obj =
             pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len as pyo3::ffi::Py_ssize_t);
@@ -164,13 +160,13 @@ pub(super) fn filled_bytes(py: Python<'_>, s: &Sent, bufs: &[&[u8]]) -> PyResult
         let dst = Dst(pyo3::ffi::PyBytes_AsString(bytes.as_ptr()) as *mut u8, len);
         py.detach(|| {
             let dst = dst;
-            s.fill(bufs, std::slice::from_raw_parts_mut(dst.0, dst.1))
+            fill(std::slice::from_raw_parts_mut(dst.0, dst.1))
         });
         Ok(bytes.unbind())
     }
 }
 
-/// A bytes object's buffer handed to the fill without the GIL (see `filled_bytes`).
+/// A bytes object's buffer handed to the fill without the GIL (see `bytes_filled`).
 struct Dst(*mut u8, usize);
 // SAFETY: the buffer belongs to a bytes object no other thread can reach while it is filled.
 unsafe impl Send for Dst {}
