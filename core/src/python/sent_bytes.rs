@@ -41,11 +41,17 @@ impl SentBytes {
         Ok(SentBytes { sent: s, bufs })
     }
 
+    /// No bytes: the `out` of a count walk's result (`count_many`), which sends none.
     pub(super) fn empty() -> Self {
         SentBytes {
             sent: Sent::default(),
             bufs: Vec::new(),
         }
+    }
+
+    /// The walk whose bytes these are (its counters: `send_result`).
+    pub(super) fn sent(&self) -> &Sent {
+        &self.sent
     }
 }
 

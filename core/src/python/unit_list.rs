@@ -483,10 +483,7 @@ impl PyUnitList {
             // SAFETY: as above.
             add_counts(unsafe { key_tally.as_bytes_mut() }, &s.key_counts);
         }
-        let result = send_result(Py::new(py, SentBytes::empty())?, &s);
-        Ok(SendResult {
-            out: Py::new(py, SentBytes::new(py, s, &self.bufs)?)?,
-            ..result
-        })
+        let out = Py::new(py, SentBytes::new(py, s, &self.bufs)?)?;
+        Ok(send_result(out.clone_ref(py), out.get().sent()))
     }
 }
