@@ -68,7 +68,7 @@ SHORT_S, SHORT_REPEAT = 1.0, 5  # streams shorter than SHORT_S seconds: best of 
 # The fan-out runs' rounds at least: a keep-all slave's master CPU moved by a fifth between two
 # rounds on a quiet machine (2.52-2.99 s over 1 GB of sysbench ROW), and fanout8 divides by it.
 # Session 101, within twenty minutes, the same build: one keep-all slave 1.87-2.40 s, eight
-# 2.46-3.16 s (five runs each); per round 1.21-1.32x. Five rounds at least.
+# 2.46-3.16 s (five runs each); three interleaved rounds 1.21-1.32x. Five rounds at least.
 FANOUT_REPEAT = 5
 FANOUT64_OVER_FLOOR = 0.15  # 64 slaves' CPU per MB sent at most the transport's floor + this
 # 64 slaves' runs and their floor's, each the least of this many (session 84: measured once, a
