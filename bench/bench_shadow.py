@@ -15,7 +15,8 @@ candidates run against the streams run just before it: one fast or slow round mo
 the ratio of the rounds' medians (neither median moved by one cheap or costly round: give it 5-7).
 Each run also reports the master's minor page faults and, with candidates, the
 `shadow-pass` thread's user and system CPU and minor faults from /proc/PID/task/TID/stat (the
-thread found by name with py-spy: DUMPFILTER_PY_SPY, else on PATH, else ../main/.venv/bin/py-spy;
+thread found by name with py-spy: DUMPFILTER_PY_SPY, else beside this interpreter (the bench extra
+installs it into the project's .venv), else on PATH;
 without it the thread's figures are left out). The binlog: DUMPFILTER_SHADOW_DIR (a real binlog over db1..db8, or over the
 schemas DUMPFILTER_SHADOW_SCHEMA1..8, e.g. sbtest for a sysbench one, a
 bench/data/ directory of bench.matrix), else the generated ROW binlog of DUMPFILTER_SHADOW_MB (100) MB
@@ -86,7 +87,8 @@ def _wait_counted(address: str, names: int) -> None:
 
 
 _END: tuple[str, int] = ("", 0)
-PY_SPY = os.environ.get("DUMPFILTER_PY_SPY") or shutil.which("py-spy") or str(ROOT.parent / "main/.venv/bin/py-spy")
+_BESIDE = Path(sys.executable).parent / "py-spy"
+PY_SPY = os.environ.get("DUMPFILTER_PY_SPY") or (str(_BESIDE) if _BESIDE.exists() else shutil.which("py-spy") or "py-spy")
 
 
 def _thread_named(pid: int, name: str) -> int | None:
