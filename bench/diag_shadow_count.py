@@ -32,6 +32,7 @@ from typing import Any
 from bench import bench_shadow
 from dumpfilter.cli.app import GC_GEN0_THRESHOLD
 from dumpfilter.master.read.segments import SEGMENT_BYTES, SegmentCache
+from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
 from dumpfilter.master.shadow.board import ShadowBoard
 from dumpfilter.rules import lazy_sqlglot
 from dumpfilter.spark_jobs.tasks import bandwidth
@@ -61,6 +62,10 @@ def main() -> None:
     segment = args.segment_mb << 20
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)  # as the master's command sets it
+    # glibc's arenas and thresholds as `master serve` sets them (master.serve.malloc_arenas): with
+    # glibc's own, a count's larger lists were fresh pages each time, faulted in (session 103).
+    limit_arenas()
+    steady_thresholds()
     spent = [0.0]
     count_units = bandwidth._count_units
 
