@@ -1547,7 +1547,7 @@ class UnitList:
         """
     def forget_forms(self) -> None:
         r"""
-        The skip forms `count_many` made dropped (count_walk::FormsCache), once a count of the list
+        The skip forms `count_many` made dropped (count_forms::FormsCache), once a count of the list
         is done with them: a master's kept segments then hold none, and the next segment's forms
         reuse their memory instead of faulting new pages in (the small-transaction shadow pass
         took 9,300-12,300 minor faults a pass with them kept, 530-1,500 without).
@@ -1679,7 +1679,7 @@ def held_bytes(list: UnitList) -> builtins.int:
     r"""
     The heap bytes `list` holds: its records and what is read of it once for every stream (see
     unit_list::UnitList::heap_bytes), its statement units, those a scan thread built ahead and the
-    skip forms its counts made (count_walk::FormsCache). What
+    skip forms its counts made (count_forms::FormsCache). What
     the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
     segment's statement units are about twice its records.
     """

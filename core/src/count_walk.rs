@@ -2,199 +2,20 @@
 //! `send::walk` would send each of many streams of a segment, counted, never assembled, in one
 //! call, time bucket by time bucket. A run of units kept whole costs its two ends, and the runs
 //! skipped whole between them nothing more: the list's sums (`UnitList::sums`) and, under the
-//! placeholder and empty-transaction policies, the sums of each unit's form (`Forms`, made once
-//! per segment and policy for every stream, not once per stream: 64 candidates each walked every
-//! skipped unit's form), less the kept runs'. Units kept in part and a unit no form is made for
+//! placeholder and empty-transaction policies, the sums of each unit's form (`count_forms::Forms`,
+//! made once per segment and policy for every stream, not once per stream: 64 candidates each
+//! walked every skipped unit's form), less the kept runs'. Units kept in part and a unit no form is made for
 //! go through the send walk's count mode (`send::walk`, `count_only`).
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
 
+use crate::count_forms::Forms;
 use crate::rows::{ROW_KEEP as KEEP, ROW_SKIP as SKIP};
-use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::send::{self, run_end, SendOptions};
-use crate::sent::{prefetch, Sent};
-use crate::skip_forms::{self, SKIP_EMPTY, SKIP_HEARTBEAT, SKIP_PLACEHOLDER};
-use crate::stmt_units::{StmtUnits, ALWAYS};
-use crate::unit_list::{ListedUnit, UnitList};
-
-/// Every unit's form if skipped whole under one skip policy, as sums from the list's start
-/// (n + 1): bytes, events and placeholders (`Sum`), the units no form is made for (`none`), and
-/// (placeholders) the statement units, whose framing is their keys' to say. Counts are u32 (as a
-/// file's offsets), and the two that stay 0 in most segments take no memory until one is not
-/// (`Zeros`): the arrays are written fresh per segment; their pages faulting in cost a third.
-pub struct Forms {
-    pub skip: u8,
-    pub crc: bool,
-    sums: Vec<Sum>,
-    zeros: [Zeros; 2], // (`none`, `statements`)
-}
-
-/// The forms of the units before one (`Forms`): bytes, events, placeholders; one record a unit.
-type Sum = (u64, u32, u32);
-
-/// Sums from the list's start that are 0 until some unit adds to them: empty until then.
-#[derive(Default)]
-struct Zeros(Vec<u32>);
-
-impl Zeros {
-    /// Both columns of `Forms::zeros` given their sums before unit k.
-    fn push_both(zeros: &mut [Zeros; 2], k: usize, sums: [u64; 2]) {
-        for (Zeros(z), sum) in zeros.iter_mut().zip(sums) {
-            if sum != 0 && z.is_empty() {
-                z.resize(k, 0);
-            }
-            if !z.is_empty() {
-                z.push(sum as u32);
-            }
-        }
-    }
-}
-
-/// How many units ahead of the one whose form it makes `Forms::make` asks for the bytes of
-/// (each unit's first bytes wait on memory otherwise: the segment's pages are in no cache).
-const AHEAD: usize = 16;
-/// The units whose forms under the empty-transaction policy are made from their records alone
-/// (under the placeholder policy, the fast ones among them).
-const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
-
-impl Forms {
-    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
-    /// read of its records (not one per policy: a live pass meets them out of every cache), each
-    /// unit's read off its record where `recorded` makes it, else off its first and
-    /// last events, asked for AHEAD units ahead: under the empty-transaction policy, no MariaDB
-    /// unit's (a walk for both policies asked for every statement unit's bytes, and summed the
-    /// statement units no empty-transaction count reads). `st`: the list's statement units by key
-    /// (a statement unit is framed by the pieces every stream keeps, what
-    /// `StmtUnits::kept_ranges` gives a stream keeping none).
-    pub fn make_many(
-        plan: &UnitList,
-        bufs: &[&[u8]],
-        st: Option<&StmtUnits>,
-        policies: &[(u8, bool)],
-    ) -> Vec<Forms> {
-        // (none read: `recorded`'s, and a statement unit `form` frames by its record)
-        let unread = |a: &ListedUnit, skip: u8| {
-            a.flags & MARIADB == MARIADB
-                && (skip == SKIP_EMPTY || a.flags & F_FAST != 0 || !a.tabled)
-        };
-        let n = plan.units.len();
-        let mut made: Vec<_> = (policies.iter())
-            .map(|&(skip, crc)| Forms {
-                skip,
-                crc,
-                sums: Vec::with_capacity(n + 1),
-                zeros: [Zeros::default(), Zeros::default()],
-            })
-            .collect();
-        // (per policy: the sums so far, and those of `none` and `statements`)
-        let mut at = vec![(Sum::default(), [0u64; 2]); policies.len()];
-        let mut scratch = Vec::new();
-        for (k, u) in plan.units.iter().enumerate() {
-            // (a form is read off the unit's record, its first event and its last)
-            let ahead = (plan.units.get(k + AHEAD))
-                .filter(|a| policies.iter().any(|&(skip, _)| !unread(a, skip)));
-            if let Some(a) = ahead {
-                let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
-                for at in [a.start(), a.last()] {
-                    prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
-                }
-            }
-            for ((f, (sum, rare)), &policy) in made.iter_mut().zip(&mut at).zip(policies) {
-                if *rare != [0; 2] {
-                    // (both 0: neither was ever other, the sums only grow; `Zeros` stay empty)
-                    Zeros::push_both(&mut f.zeros, k, *rare);
-                }
-                f.sums.push(*sum);
-                let got = recorded(u, bufs, policy)
-                    .or_else(|| form(k, u, bufs, st, policy, &mut scratch));
-                match got {
-                    Some((b, e, p)) => *sum = (sum.0 + b, sum.1 + e as u32, sum.2 + p as u32),
-                    None => rare[0] += 1,
-                }
-                // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
-                rare[1] += u64::from(policy.0 != SKIP_EMPTY && !u.tabled);
-            }
-        }
-        for (f, (sum, rare)) in made.iter_mut().zip(at) {
-            f.sums.push(sum);
-            Zeros::push_both(&mut f.zeros, n, rare);
-        }
-        made
-    }
-
-    /// The end of the longest run of units from i, up to j, whose forms are made (and framed:
-    /// `framed_all`, else no statement unit among them).
-    fn made_until(&self, i: usize, j: usize, framed_all: bool) -> usize {
-        let hi = j.min(self.sums.len().saturating_sub(1)).max(i);
-        // (the last unit up to which a sum is still its value at i; an empty one is 0 throughout)
-        let to = |z: &Zeros| {
-            z.0.get(i..=hi)
-                .map_or(hi, |s| i + s.partition_point(|&x| x == s[0]) - 1)
-        };
-        let framed = (!framed_all).then(|| to(&self.zeros[1]));
-        to(&self.zeros[0]).min(framed.unwrap_or(hi))
-    }
-
-    /// The forms of units 0..k: bytes, events, placeholders.
-    fn at(&self, k: usize) -> [u64; 3] {
-        let (b, e, p) = self.sums[k];
-        [b, e.into(), p.into()]
-    }
-}
-
-/// What `form` makes of unit `u` where its record alone says it, reading no byte of the unit
-/// (its head, and under the placeholder policy its end, were a cache miss per unit and policy):
-/// the empty transaction of a complete unit a MariaDB GTID opens (`gtid_size`: the scanner read
-/// it off that event's header), the placeholders of a complete fast MariaDB unit (its GTID,
-/// Table_maps, Rows and annotations, an XID: the scanner's fast shape). None: `form` reads it.
-#[inline(always)]
-fn recorded(u: &ListedUnit, bufs: &[&[u8]], (skip, crc): (u8, bool)) -> Option<(u64, u64, u64)> {
-    let len = u.end().checked_sub(u.start())?;
-    if u.flags & MARIADB != MARIADB || bufs.get(u.part as usize)?.len() < u.end() {
-        return None; // (bounds only: no byte read)
-    }
-    let f = match skip {
-        SKIP_EMPTY => skip_forms::empty_counts(len, u.gtid_size as usize, crc),
-        SKIP_PLACEHOLDER if u.flags & F_FAST != 0 && u.tabled => {
-            skip_forms::recorded_placeholders(u, crc)
-        }
-        _ => None,
-    }?;
-    Some((f.bytes, f.events, f.placeholders))
-}
-
-/// What `send::walk` sends for unit k (`u`) of `plan` skipped whole under `skip` (see
-/// skip_forms::skipped): (bytes, events, placeholders), None where it cannot make it.
-fn form(
-    k: usize,
-    u: &ListedUnit,
-    bufs: &[&[u8]],
-    st: Option<&StmtUnits>,
-    (skip, crc): (u8, bool),
-    scratch: &mut Vec<(usize, usize)>,
-) -> Option<(u64, u64, u64)> {
-    let framing = match st.and_then(|st| st.of(k)) {
-        Some(pieces) if skip == SKIP_PLACEHOLDER && !u.tabled => {
-            scratch.clear();
-            let always = pieces.iter().filter(|p| p.key == ALWAYS);
-            scratch.extend(always.map(|p| (p.start(), p.end())));
-            Some(scratch.as_slice())
-        }
-        _ => None,
-    };
-    let buf = bufs.get(u.part as usize).filter(|b| b.len() >= u.end())?;
-    // A MariaDB statement unit its keys frame by its GTID alone and its last event (the GTID is
-    // its BEGIN) is formed as a fast unit is, off its record: its two events are not read.
-    let ends = [
-        (u.start(), u.start() + u.gtid_size as usize),
-        (u.last(), u.end()),
-    ];
-    let f = match u.flags & MARIADB == MARIADB && framing == Some(&ends[..]) {
-        true => skip_forms::recorded_placeholders(u, crc),
-        false => skip_forms::skipped(u, buf, skip, crc, false, framing, None),
-    }?;
-    Some((f.bytes, f.events, f.placeholders))
-}
+use crate::sent::Sent;
+use crate::skip_forms::{SKIP_EMPTY, SKIP_HEARTBEAT};
+use crate::stmt_units::StmtUnits;
+use crate::unit_list::{Sums, UnitList};
 
 /// One stream counted: its answer per unit (`row`, from `UnitList::rows`), keep bytes per name
 /// id, statement keep bytes per key id (None: its statement units are not decided by key), and
@@ -223,7 +44,9 @@ pub struct Counted {
 /// unit of each, ascending; the walk is cut where each ends, as `experiment` cut it per bucket: a
 /// Heartbeat owed at a bucket's end is owed into the next as one of `carry` bytes). `st` the
 /// list's statement units by key, `forms` those made for it (`Forms::make`; a job whose policy
-/// has none is walked unit by unit where it skips).
+/// has none is walked unit by unit where it skips). Jobs of one row (the same answers: a rule
+/// group's slaves under each skip policy) are walked one after another, and each stretch of
+/// their row is read once for all of them (`Stretches`).
 pub fn count_many(
     plan: &UnitList,
     bufs: &[&[u8]],
@@ -232,15 +55,161 @@ pub fn count_many(
     (starts, carry): (&[usize], usize),
     forms: &[&Forms],
 ) -> Vec<Counted> {
-    jobs.iter()
-        .map(|job| {
-            let f = forms
-                .iter()
-                .find(|f| (f.skip, f.crc) == (job.skip, job.crc));
-            count_job(plan, bufs, st, job, (starts, carry), f.copied())
-        })
-        .collect()
+    let form_of = |job: &Job| {
+        forms
+            .iter()
+            .position(|f| (f.skip, f.crc) == (job.skip, job.crc))
+    };
+    // (jobs by row, in the order first met: a row is one slice, its rule group's, for all of them)
+    let mut by_row: Vec<(&[u8], Vec<usize>)> = Vec::new();
+    for (k, job) in jobs.iter().enumerate() {
+        match by_row
+            .iter_mut()
+            .find(|(row, _)| std::ptr::eq(*row, job.row))
+        {
+            Some((_, same)) => same.push(k),
+            None => by_row.push((job.row, vec![k])),
+        }
+    }
+    let mut out: Vec<Option<Counted>> = jobs.iter().map(|_| None).collect();
+    for (_, same) in by_row {
+        // (the forms its jobs read; a heartbeat job's none)
+        let mut used: Vec<usize> = Vec::new();
+        for &k in &same {
+            let f = form_of(&jobs[k]).filter(|_| jobs[k].skip != SKIP_HEARTBEAT);
+            if let Some(f) = f.filter(|f| !used.contains(f)) {
+                used.push(f);
+            }
+        }
+        // (past FORMS_MAX forms, which skip policies do not make, each job reads its own)
+        let fits = used.len() <= FORMS_MAX;
+        let mut read = Stretches::new(
+            used.iter().filter(|_| fits).map(|&f| forms[f]).collect(),
+            fits && same.len() > 1,
+        );
+        for k in same {
+            let job = &jobs[k];
+            let f = form_of(job).map(|f| forms[f]);
+            let mine = f.filter(|_| job.skip != SKIP_HEARTBEAT);
+            let mut own = (!fits).then(|| Stretches::new(mine.into_iter().collect(), false));
+            let read = own.as_mut().unwrap_or(&mut read);
+            out[k] = Some(count_job(plan, bufs, st, job, (starts, carry), f, read));
+        }
+    }
+    out.into_iter().flatten().collect()
 }
+
+/// What `stretch` read of one row from a unit up to a limit, for every job of the row: its end,
+/// the list's units, bytes and events of the runs kept in it, the runs kept that start past its
+/// first unit and the Heartbeats' bytes before them (without checksums), and per form of
+/// `Stretches::forms` the kept runs' forms (bytes, events, placeholders).
+#[derive(Clone, Copy)]
+struct Stretched {
+    p: usize,
+    kept: [u64; 3],
+    starts: u64,
+    heartbeat_bytes: u64,
+    formed: [[u64; 3]; FORMS_MAX],
+}
+
+/// The forms a row's jobs read at most: two policies, each with and without checksums.
+const FORMS_MAX: usize = 4;
+
+/// One row's stretches (`Stretched`) for its jobs, each read once by (first unit, limit) where
+/// the row has more than one job (`shared`): a rule group's slaves under three skip policies
+/// walk the same stretches, which were a count's hottest loop read three times.
+struct Stretches<'a> {
+    forms: Vec<&'a Forms>,
+    shared: bool,
+    known: HashMap<(usize, usize, usize), Stretched>,
+}
+
+impl<'a> Stretches<'a> {
+    fn new(forms: Vec<&'a Forms>, shared: bool) -> Self {
+        let known = HashMap::new();
+        Stretches {
+            forms,
+            shared,
+            known,
+        }
+    }
+
+    /// The stretch of `row` from unit i up to `limit` (see `stretch`). `heartbeat_len`: a
+    /// Heartbeat's size (no checksum) before unit t.
+    fn read(
+        &mut self,
+        row: &[u8],
+        sums: &Sums,
+        (i, limit): (usize, usize),
+        heartbeat_len: impl Fn(usize) -> usize,
+    ) -> Stretched {
+        if let Some(got) = self.known.get(&(i, limit, row.len())) {
+            return *got;
+        }
+        let f = &self.forms;
+        let got = match f.len() {
+            0 => measure(row, sums, (i, limit), [], heartbeat_len),
+            1 => measure(row, sums, (i, limit), [f[0]], heartbeat_len),
+            2 => measure(row, sums, (i, limit), [f[0], f[1]], heartbeat_len),
+            3 => measure(row, sums, (i, limit), [f[0], f[1], f[2]], heartbeat_len),
+            _ => measure(
+                row,
+                sums,
+                (i, limit),
+                [f[0], f[1], f[2], f[3]],
+                heartbeat_len,
+            ),
+        };
+        if self.shared {
+            if self.known.len() >= STRETCHES_KEPT {
+                self.known.clear(); // (memory stays bounded: read again past it)
+            }
+            self.known.insert((i, limit, row.len()), got);
+        }
+        got
+    }
+}
+
+/// `Stretches::read` for N forms (a count's hottest loop: its sums kept in registers, one
+/// specialization per number of forms).
+fn measure<const N: usize>(
+    row: &[u8],
+    sums: &Sums,
+    (i, limit): (usize, usize),
+    forms: [&Forms; N],
+    heartbeat_len: impl Fn(usize) -> usize,
+) -> Stretched {
+    let (mut kept, mut formed) = ([0u64; 3], [[0u64; 3]; N]);
+    let (mut starts, mut heartbeat_bytes) = (0u64, 0u64);
+    let p = stretch(row, i, limit, |t, start| {
+        let add = |x: &mut u64, v: u64| match start {
+            true => *x = x.wrapping_sub(v),
+            false => *x = x.wrapping_add(v),
+        };
+        add(&mut kept[0], t as u64);
+        add(&mut kept[1], sums.bytes[t]);
+        add(&mut kept[2], sums.events[t]);
+        for (f, sums) in forms.iter().zip(&mut formed) {
+            f.at(t).into_iter().zip(sums).for_each(|(v, x)| add(x, v));
+        }
+        if start && t > i {
+            starts += 1;
+            heartbeat_bytes += heartbeat_len(t - 1) as u64;
+        }
+    });
+    let mut got = Stretched {
+        p,
+        kept,
+        starts,
+        heartbeat_bytes,
+        formed: [[0; 3]; FORMS_MAX],
+    };
+    got.formed[..N].copy_from_slice(&formed);
+    got
+}
+
+/// The stretches of a row `Stretches` keeps at most.
+const STRETCHES_KEPT: usize = 1 << 14;
 
 /// Zero bytes standing for a Heartbeat owed, handed to `send::walk` (only its length is read).
 const OWED: [u8; 1024] = [0; 1024];
@@ -252,6 +221,7 @@ fn count_job(
     job: &Job,
     (starts, carry): (&[usize], usize),
     forms: Option<&Forms>,
+    read: &mut Stretches,
 ) -> Counted {
     let sums = plan.sums();
     let n = job.row.len().min(plan.units.len());
@@ -279,6 +249,8 @@ fn count_job(
     // unit's record, read for its part, was a cache miss at each stretch's end for every job).
     let one_file = (plan.parts.len() == 1).then(|| plan.heartbeat_len(0, job.crc));
     let heartbeat_len = |k: usize| one_file.unwrap_or_else(|| plan.heartbeat_len(k, job.crc));
+    let one_plain = (plan.parts.len() == 1).then(|| plan.heartbeat_len(0, false));
+    let heartbeat_plain = |k: usize| one_plain.unwrap_or_else(|| plan.heartbeat_len(k, false));
     // The Heartbeat owed before a unit: given (its size: the caller's, or owed at a cut or
     // before a unit the send walk takes) or a skipped unit's (`owed`).
     let (mut given, mut owed) = ((job.owed > 0).then_some(job.owed), None::<usize>);
@@ -298,29 +270,32 @@ fn count_job(
             // each kept run a skipped unit precedes, owed after the last, and what is owed before
             // the stretch is sent before a first unit kept or formed, else replaced.
             let formed = forms.filter(|_| job.skip != SKIP_HEARTBEAT);
-            let mut kept = [0u64; 6]; // (units, the list's bytes and events, the forms')
-            let edge = |t: usize, start: bool| {
-                let mut add = |q: usize, x: u64| match start {
-                    true => kept[q] = kept[q].wrapping_sub(x),
-                    false => kept[q] = kept[q].wrapping_add(x),
-                };
-                add(0, t as u64);
-                add(1, sums.bytes[t]);
-                add(2, sums.events[t]);
-                if let Some(f) = formed {
-                    f.at(t).into_iter().zip(3..).for_each(|(x, q)| add(q, x));
-                } else if start && t > i {
-                    s.heartbeats += 1;
-                    s.heartbeat_bytes += heartbeat_len(t - 1) as u64;
-                }
-            };
             let limit = match forms {
                 _ if !whole => None,
                 _ if job.skip == SKIP_HEARTBEAT => Some(end),
                 Some(f) => Some(f.made_until(i, end, framed_all)),
                 None => Some(i), // (a run kept whole alone)
             };
-            let p = limit.map_or(i, |limit| stretch(row, i, limit, edge));
+            // (units, the list's bytes and events, the job's forms': the row's stretch, read once
+            // for its jobs)
+            let mut kept = [0u64; 6];
+            let p = match limit {
+                Some(limit) => {
+                    let got = read.read(row, sums, (i, limit), heartbeat_plain);
+                    kept[..3].copy_from_slice(&got.kept);
+                    if let Some(f) = formed {
+                        // (count_many gives each job a read that holds its form)
+                        let slot = read.forms.iter().position(|g| std::ptr::eq(*g, f));
+                        kept[3..].copy_from_slice(&got.formed[slot.unwrap_or_default()]);
+                    } else {
+                        s.heartbeats += got.starts;
+                        s.heartbeat_bytes +=
+                            got.heartbeat_bytes + if job.crc { 4 * got.starts } else { 0 };
+                    }
+                    got.p
+                }
+                None => i,
+            };
             if p > i {
                 let owed_len = given.take().or(owed.take().map(heartbeat_len));
                 if let Some(len) = owed_len.filter(|_| formed.is_some() || row[i] == KEEP) {
@@ -430,50 +405,3 @@ fn sent_total(s: &Sent) -> u64 {
 #[cfg(test)]
 #[path = "count_walk_tests.rs"]
 mod tests;
-
-/// The skipped units' forms a list has made, per policy (made at the first count under it, kept
-/// for its later counts until `clear`: a buffer's count walks each slave the compiled walk leaves
-/// to Python apart; counted in the list's `held_bytes`, so that the master's kept segments stay
-/// within their budget).
-#[derive(Default)]
-pub struct FormsCache(Mutex<Vec<Arc<Forms>>>);
-
-impl FormsCache {
-    /// The forms under each of `policies` (placeholder and empty-transaction ones only), the
-    /// missing ones made in one read of the units (`Forms::make_many`).
-    pub fn get(
-        &self,
-        list: &UnitList,
-        bufs: &[&[u8]],
-        st: Option<&StmtUnits>,
-        policies: &[(u8, bool)],
-    ) -> Vec<Arc<Forms>> {
-        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let mut missing: Vec<(u8, bool)> = Vec::new();
-        for &p in policies {
-            let formed = matches!(p.0, SKIP_PLACEHOLDER | SKIP_EMPTY);
-            if formed && !held.iter().any(|f| (f.skip, f.crc) == p) && !missing.contains(&p) {
-                missing.push(p);
-            }
-        }
-        if !missing.is_empty() {
-            let made = Forms::make_many(list, bufs, st, &missing);
-            held.extend(made.into_iter().map(Arc::new));
-        }
-        held.clone()
-    }
-
-    /// Every form dropped (`UnitList.forget_forms`).
-    pub fn clear(&self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    }
-
-    /// The bytes its forms hold (a kept segment's `held_bytes`).
-    pub fn heap_bytes(&self) -> usize {
-        let held = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let zeros = |f: &Forms| f.zeros.iter().map(|z| z.0.capacity() * 4).sum::<usize>();
-        held.iter()
-            .map(|f| f.sums.capacity() * std::mem::size_of::<Sum>() + zeros(f))
-            .sum()
-    }
-}

@@ -1,5 +1,6 @@
 use super::*;
 use crate::rows::{ROW_KEEP, ROW_PARTIAL, ROW_SKIP, ROW_SLOW};
+use crate::skip_forms::SKIP_PLACEHOLDER;
 use crate::tally::tests::unit;
 
 fn counts(s: &Sent) -> [u64; 16] {
@@ -134,7 +135,7 @@ fn by_buckets(
     for (b, &a) in starts.iter().enumerate() {
         let end = starts.get(b + 1).copied().unwrap_or(job.row.len());
         let mut opt = options(job.skip, owed.as_deref(), st_of(st, job));
-        opt.partial_ok = job.partial_ok;
+        (opt.partial_ok, opt.heartbeat_crc) = (job.partial_ok, job.crc);
         let s = send::walk(list, bufs, &job.row[..end], job.keep, a, &opt);
         assert_eq!(s.next, end);
         if s.pending.is_some() {
@@ -210,19 +211,26 @@ fn every_stream_is_counted_in_one_call_bucket_by_bucket() {
     }
 }
 
+/// Statement units of one statement each over two files (two Heartbeat sizes), `sizes` of them
+/// in each: the list, and each file's bytes.
+fn two_files(sizes: [usize; 2]) -> (UnitList, [Vec<u8>; 2]) {
+    let (mut list, mut parts) = (UnitList::default(), [Vec::new(), Vec::new()]);
+    for (p, file) in [&b"f"[..], b"a-longer-name"].into_iter().enumerate() {
+        let sql = ["UPDATE t SET a=1", "INSERT INTO u VALUES (1)"];
+        let units: Vec<_> = (0..sizes[p])
+            .map(|k| unit(&mut parts[p], &[sql[k % 2]]).0)
+            .collect();
+        list.add(file, 0, &units, &[], &[]);
+    }
+    (list, parts)
+}
+
 /// Rows longer than a word of answers (`kept_runs` reads eight at a time), over two files (two
 /// Heartbeat sizes): runs of every length, kept or skipped to a row's end, a bucket cut anywhere
 /// (a word's edge, the files' seam, a run's inside), counted as the send walk counts them.
 #[test]
 fn long_rows_over_two_files_are_counted_as_the_send_walk_counts_them() {
-    let (mut list, mut parts) = (UnitList::default(), [Vec::new(), Vec::new()]);
-    for (p, file) in [&b"f"[..], b"a-longer-name"].into_iter().enumerate() {
-        let sql = ["UPDATE t SET a=1", "INSERT INTO u VALUES (1)"];
-        let units: Vec<_> = (0..23 + 9 * p)
-            .map(|k| unit(&mut parts[p], &[sql[k % 2]]).0)
-            .collect();
-        list.add(file, 0, &units, &[], &[]);
-    }
+    let (list, parts) = two_files([23, 32]);
     let bufs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
     let st = StmtUnits::build(&list, &bufs, &[(13, 0, 0), (13, 0, 0)]);
     let n = list.units.len();
@@ -274,6 +282,92 @@ fn long_rows_over_two_files_are_counted_as_the_send_walk_counts_them() {
     }
 }
 
+/// The jobs of one row (a rule group's slaves under every skip policy, with and without the
+/// Heartbeats' checksums) read each stretch of it once (`Stretches`), and each counts as it
+/// counts alone and as the send walk counts it, over two files, cut into buckets anywhere.
+#[test]
+fn jobs_of_one_row_count_as_each_alone() {
+    let (list, parts) = two_files([29, 35]);
+    let bufs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let st = StmtUnits::build(&list, &bufs, &[(13, 0, 0), (13, 0, 0)]);
+    let n = list.units.len();
+    let rows: Vec<Vec<u8>> = (0..6u64)
+        .map(|r| {
+            let mut row = vec![ROW_SKIP; n];
+            for (k, a) in row.iter_mut().enumerate() {
+                // (isolated units kept, and runs of every length)
+                let x = (k as u64 * 2654435761 + r * 40503) % 97;
+                *a = match x {
+                    0..=24 => ROW_KEEP,
+                    _ if r == 5 && k % 9 < 4 => ROW_KEEP,
+                    _ => ROW_SKIP,
+                };
+            }
+            row
+        })
+        .collect();
+    let keys = [0u8, 0]; // (no statement of a unit the row skips is kept by its key)
+    let mut jobs = Vec::new();
+    for row in &rows {
+        for skip in POLICIES {
+            // (checksums: the Heartbeats' only, which a stretch sums without them)
+            for crc in [false, skip == SKIP_HEARTBEAT] {
+                for owed in [0, 25] {
+                    jobs.push(Job {
+                        row,
+                        keep: &[],
+                        stmt_keep: Some(&keys[..]),
+                        skip,
+                        partial_ok: skip != SKIP_PLACEHOLDER,
+                        crc,
+                        owed,
+                    });
+                }
+            }
+        }
+    }
+    // (three policies made in one read of the records, each as made alone)
+    let policies = [
+        (SKIP_PLACEHOLDER, false),
+        (SKIP_EMPTY, false),
+        (SKIP_PLACEHOLDER, true),
+    ];
+    let made = Forms::make_many(&list, &bufs, Some(&st), &policies);
+    for (f, p) in made.iter().zip(policies) {
+        let alone = Forms::make_many(&list, &bufs, Some(&st), &[p]).remove(0);
+        assert_eq!((f.skip, f.crc), p);
+        assert!((0..=n).all(|k| f.at(k) == alone.at(k)), "{p:?}");
+    }
+    let forms: Vec<&Forms> = made.iter().collect();
+    let mut shared = 0;
+    for starts in [&[0usize][..], &[0, 8, 29, 40], &[5, 6, 31, 63]] {
+        let got = count_many(&list, &bufs, Some(&st), &jobs, (starts, 25), &forms);
+        for (job, c) in jobs.iter().zip(&got) {
+            let what = format!(
+                "{:?} {} {} {} {starts:?}",
+                job.row, job.skip, job.crc, job.owed
+            );
+            let alone = count_many(
+                &list,
+                &bufs,
+                Some(&st),
+                std::slice::from_ref(job),
+                (starts, 25),
+                &forms,
+            );
+            let want = by_buckets(&list, &bufs, &st, job, starts);
+            for (which, other) in [("alone", &alone[0]), ("send walk", &want)] {
+                let what = format!("{what} against {which}");
+                assert_eq!(counts(&c.sent), counts(&other.sent), "{what}");
+                assert_eq!(c.read_by_bucket, other.read_by_bucket, "{what}");
+                assert_eq!(c.sent_by_bucket, other.sent_by_bucket, "{what}");
+            }
+            shared += usize::from(c.sent.heartbeats > 1 || c.sent.placeholders > 1);
+        }
+    }
+    assert!(shared > jobs.len(), "{shared}");
+}
+
 #[test]
 fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
     let (list, buf, st) = segment();
@@ -293,142 +387,4 @@ fn a_unit_no_form_is_made_for_ends_the_run_it_stands_in() {
     };
     let got = count_many(&list, &[&buf], Some(&st), &[job], (&[0], 0), &[&made]);
     assert_eq!(counts(&got[0].sent), by_units);
-}
-
-/// A complete fast MariaDB unit's forms are made from its record (`recorded`), as `skipped` makes
-/// them from its bytes: the count reads no byte of it, here none readable.
-#[test]
-fn fast_mariadb_units_are_formed_from_their_records_alone() {
-    use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
-    use crate::skip_forms::test_event;
-    use crate::types::{MARIADB_GTID, XID};
-    for crc in [false, true] {
-        let (mut buf, mut units) = (Vec::new(), Vec::new());
-        for body in [1usize, 3, 6] {
-            let start = buf.len();
-            buf.extend(test_event(1, MARIADB_GTID, &[0u8; 19], 9, crc));
-            let gtid_size = (buf.len() - start) as u32;
-            for k in 0..body {
-                buf.extend(test_event(
-                    1,
-                    if k % 2 == 0 { 19 } else { 30 },
-                    &[1u8; 30],
-                    9,
-                    crc,
-                ));
-            }
-            let last = buf.len();
-            buf.extend(test_event(1, XID, &[5u8; 8], 9, crc));
-            let flags = F_COMPLETE | F_MARIADB_GTID | F_FAST;
-            units.push(ListedUnit {
-                start: start as u32,
-                end: buf.len() as u32,
-                last: last as u32,
-                events: body as u32 + 2,
-                flags,
-                gtid_size,
-                tabled: true,
-                ..Default::default()
-            });
-        }
-        let mut list = UnitList::default();
-        list.units = units;
-        let policies = [(SKIP_PLACEHOLDER, crc), (SKIP_EMPTY, crc)];
-        let unread = vec![0u8; buf.len()];
-        let made = policies.map(|p| Forms::make_many(&list, &[&unread], None, &[p]).remove(0));
-        for (f, (skip, _)) in made.iter().zip(policies) {
-            let n = list.units.len();
-            let want = list.units.iter().fold((0, 0, 0), |s, u| {
-                let f = skip_forms::skipped(u, &buf, skip, crc, false, None, None).unwrap();
-                (s.0 + f.bytes, s.1 + f.events, s.2 + f.placeholders)
-            });
-            assert_eq!(f.made_until(0, n, false), n, "{skip} {crc}");
-            assert_eq!(f.at(n), <[u64; 3]>::from(want), "{skip} {crc}");
-        }
-    }
-}
-
-/// A MariaDB statement unit (its GTID, its statements, an XID: no BEGIN, the GTID is its
-/// BEGIN) skipped under the placeholder policy is formed (`form`) from its record and the pieces
-/// its keys always keep, as `skipped` makes it from its bytes: the count reads no byte of it, here none
-/// readable. One opened by a BEGIN as well is read (the pieces do not say it is one event), and
-/// so is one its pieces frame otherwise.
-#[test]
-fn mariadb_statement_units_are_formed_from_their_records_and_pieces() {
-    use crate::scan::Unit;
-    use crate::test_events::{event, query};
-    use crate::types::{MARIADB_GTID, XID};
-    let mut buf = Vec::new();
-    let mut units = Vec::new();
-    for (statements, begin) in [(1, false), (2, false), (3, false), (2, true)] {
-        let start = buf.len();
-        buf.extend(event(MARIADB_GTID, &[0u8; 13]));
-        let gtid_size = (buf.len() - start) as u32;
-        if begin {
-            buf.extend(query("db1", "BEGIN"));
-        }
-        for k in 0..statements {
-            buf.extend(query("db1", &format!("UPDATE t SET a={k}")));
-        }
-        let last = buf.len();
-        buf.extend(event(XID, &[0u8; 8]));
-        units.push(Unit {
-            start,
-            end: buf.len(),
-            last,
-            events: statements + 2 + u32::from(begin),
-            kind: 1,
-            flags: F_COMPLETE | F_MARIADB_GTID,
-            gtid_size,
-            ..Default::default()
-        });
-    }
-    let mut list = UnitList::default();
-    list.add(b"f", 0, &units, &[], &[]);
-    let mut st = StmtUnits::build(&list, &[&buf], &[(13, 0, 0)]);
-    // Unit 1 framed by pieces that end it with its last statement and its XID, unit 2 by its GTID
-    // and its first statement: neither is its GTID alone and its last event, so both are read.
-    let (lo, hi) = (st.bounds[1].1 as usize, st.bounds[2].0 as usize);
-    st.pieces[lo - 1].start = st.pieces[lo - 2].start;
-    st.pieces[hi].end = st.pieces[hi + 1].end;
-    let policy = (SKIP_PLACEHOLDER, false);
-    let reference = |k: usize, u: &ListedUnit| {
-        let always: Vec<(usize, usize)> = st
-            .of(k)
-            .unwrap()
-            .iter()
-            .filter(|p| p.key == ALWAYS)
-            .map(|p| (p.start(), p.end()))
-            .collect();
-        let f = skip_forms::skipped(u, &buf, SKIP_PLACEHOLDER, false, false, Some(&always), None);
-        f.map(|f| (f.bytes, f.events, f.placeholders))
-    };
-    let (unread, mut scratch) = (vec![0u8; buf.len()], Vec::new());
-    for (k, u) in list.units.iter().enumerate() {
-        let want = reference(k, u);
-        assert!(want.is_some_and(|f| f.2 > 0), "{k}");
-        assert_eq!(
-            form(k, u, &[&buf], Some(&st), policy, &mut scratch),
-            want,
-            "{k}"
-        );
-        // (the first from its record alone; the others read: their zeros make no form)
-        let unread = form(k, u, &[&unread], Some(&st), policy, &mut scratch);
-        assert_eq!(unread, if k == 0 { want } else { None }, "{k}");
-    }
-    // (a unit its record does not say a MariaDB GTID opens: not formed off it, nor by `skipped`)
-    let mysql = ListedUnit {
-        flags: F_COMPLETE,
-        ..list.units[0]
-    };
-    assert_eq!(
-        form(0, &mysql, &[&buf], Some(&st), policy, &mut scratch),
-        None
-    );
-    let made = Forms::make_many(&list, &[&buf], Some(&st), &[policy]).remove(0);
-    let want = (0..list.units.len()).fold([0, 0, 0], |s, k| {
-        let f = reference(k, &list.units[k]).unwrap();
-        [s[0] + f.0, s[1] + f.1, s[2] + f.2]
-    });
-    assert_eq!(made.at(list.units.len()), want);
 }

@@ -3,6 +3,7 @@
 
 pub mod assemble;
 pub mod body_reach;
+pub mod count_forms;
 pub mod count_walk;
 pub mod crc;
 pub mod facts;

@@ -272,7 +272,7 @@ pub(crate) fn empty(
 }
 
 /// What `empty` makes of a unit of `len` bytes opening with a GTID of `gtid_size`, counted: its
-/// record alone says it (`count_walk::Forms` reads no byte of the unit).
+/// record alone says it (`count_forms::Forms` reads no byte of the unit).
 #[inline]
 pub(crate) fn empty_counts(len: usize, gtid_size: usize, crc: bool) -> Option<Form> {
     let crc_len = if crc { 4 } else { 0 };

@@ -403,14 +403,16 @@ def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], u
     # Each group's row by the first equal one met, by identity: a row (a byte per unit) compared
     # with the few others, not hashed (hashing 48 groups' rows of every buffer was 3% of a count),
     # once per group, not per slave.
+    # (the first equal row stands for the others in their jobs too: the core reads each stretch
+    # of a row once for every job of it, `count_walk::count_many`)
     rows: list[bytes] = []
-    canon: dict[int, int] = {}
+    canon: dict[int, bytes] = {}
     for a in groups.values():
         if a.n and not a.slow:
             row = next((r for r in rows if r == a.row), None)
             if row is None:
                 rows.append(row := a.row)
-            canon[id(a)] = id(row)
+            canon[id(a)] = row
     for counter in counters:
         a = groups[id(counter.group)]
         if id(a) not in canon:
@@ -420,11 +422,12 @@ def _count_all(counters: list[_SlaveCounter], groups: dict[int, GroupAnswers], u
         # bytes are read only where a unit is kept in part).
         owed = counter.out.heartbeat_size if counter.pending else 0
         policy = counter.policy
-        key = (canon[id(a)], a.keep if a.partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
+        row = canon[id(a)]
+        key = (id(row), a.keep if a.partial else b"", a.stmt_keep, policy.walk_skip, policy.partial_as_kept, owed)
         same = alike.get(key)
         if same is None:
             same = alike[key] = []
-            jobs.append(_core.CountJob(a.row, a.keep, counter.config(crc), owed, a.stmt_keep))
+            jobs.append(_core.CountJob(row, a.keep, counter.config(crc), owed, a.stmt_keep))
         same.append(counter)
     if not jobs:
         return left

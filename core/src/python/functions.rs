@@ -410,7 +410,7 @@ pub(super) fn replica_frames(
 
 /// The heap bytes `list` holds: its records and what is read of it once for every stream (see
 /// unit_list::UnitList::heap_bytes), its statement units, those a scan thread built ahead and the
-/// skip forms its counts made (count_walk::FormsCache). What
+/// skip forms its counts made (count_forms::FormsCache). What
 /// the master's segment cache counts for a segment it keeps by its scan (INDEX_BYTES): a MIXED
 /// segment's statement units are about twice its records.
 #[stub]

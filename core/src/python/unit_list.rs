@@ -20,7 +20,7 @@ use super::scanner::PyScanner;
 use super::sent::{add_counts, send_result, SendConfig};
 use super::sent_bytes::SentBytes;
 use super::{check_off, error_field};
-use crate::count_walk::FormsCache;
+use crate::count_forms::FormsCache;
 use crate::gate_reads::GateReads;
 use crate::scan::{self, Scanner};
 use crate::send::{self, SendOptions};

@@ -2,7 +2,7 @@
 //! segment in one call (`UnitList.count_many`: `experiment`'s slaves, a master's shadow
 //! candidates, or one slave's run), with the skipped units' forms made once per segment
 //! and policy, kept beside the list for the later calls of its count until `forget_forms`
-//! (`count_walk::FormsCache`); and the tallies a count
+//! (`count_forms::FormsCache`); and the tallies a count
 //! cuts and sums by (`table_bytes`, `statement_tables`).
 
 use std::sync::Arc;
@@ -15,7 +15,8 @@ use super::results::{records, CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
 use super::sent_bytes::SentBytes;
 use super::unit_list::PyUnitList;
-use crate::count_walk::{self, Forms, Job};
+use crate::count_forms::Forms;
+use crate::count_walk::{self, Job};
 use crate::stmt_units::StmtUnits;
 
 records! {
@@ -85,7 +86,7 @@ impl PyUnitList {
         })
     }
 
-    /// The skip forms `count_many` made dropped (count_walk::FormsCache), once a count of the list
+    /// The skip forms `count_many` made dropped (count_forms::FormsCache), once a count of the list
     /// is done with them: a master's kept segments then hold none, and the next segment's forms
     /// reuse their memory instead of faulting new pages in (the small-transaction shadow pass
     /// took 9,300-12,300 minor faults a pass with them kept, 530-1,500 without).

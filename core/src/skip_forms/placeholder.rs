@@ -99,7 +99,7 @@ pub(super) fn framed_run(
     Some(form)
 }
 
-/// `framed_form`'s counts of a complete fast MariaDB unit from its record alone (`count_walk::recorded`):
+/// `framed_form`'s counts of a complete fast MariaDB unit from its record alone (`count_forms::recorded`):
 /// its GTID's size and its last event's offset, where `framed_form` would find a GTID, a body and
 /// an XID at its end (the scanner's fast shape ends with one); None where it would not.
 #[inline]
