@@ -373,15 +373,15 @@ fuzz_target!(|data: &[u8]| {
         })
         .into();
     let policies: Vec<(u8, bool)> = jobs.iter().map(|j| (j.skip, j.crc)).collect();
-    let together = _core::count_walk::Forms::make_many(&plan, &bufs, Some(&stmt), &policies);
+    let together = _core::count_forms::Forms::make_many(&plan, &bufs, Some(&stmt), &policies);
     let alone: Vec<_> = (policies.iter())
-        .flat_map(|p| _core::count_walk::Forms::make_many(&plan, &bufs, Some(&stmt), &[*p]))
+        .flat_map(|p| _core::count_forms::Forms::make_many(&plan, &bufs, Some(&stmt), &[*p]))
         .collect();
     let starts = [0, out.units.len() / 2];
-    let count = |forms: &[_core::count_walk::Forms]| {
+    let count = |forms: &[_core::count_forms::Forms], jobs: &[_core::count_walk::Job]| {
         let forms: Vec<_> = forms.iter().collect();
         let got =
-            _core::count_walk::count_many(&plan, &bufs, Some(&stmt), &jobs, (&starts, 25), &forms);
+            _core::count_walk::count_many(&plan, &bufs, Some(&stmt), jobs, (&starts, 25), &forms);
         got.iter()
             .map(|c| {
                 (
@@ -392,7 +392,12 @@ fuzz_target!(|data: &[u8]| {
             })
             .collect::<Vec<_>>()
     };
-    assert_eq!(count(&together), count(&alone));
+    assert_eq!(count(&together, &jobs), count(&alone, &jobs));
+    // (the jobs of one row read each of its stretches once: each counts as it counts alone)
+    let each: Vec<_> = (jobs.iter())
+        .flat_map(|job| count(&together, std::slice::from_ref(job)))
+        .collect();
+    assert_eq!(count(&together, &jobs), each);
     // The statement units' bytes by group: each group met once, its key one of the list's.
     let group_of: Vec<u32> = (0..stmt.keys.len() as u32).map(|k| k % 3).collect();
     let (met, _) =
