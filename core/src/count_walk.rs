@@ -4,8 +4,9 @@
 //! skipped whole between them nothing more: the list's sums (`UnitList::sums`) and, under the
 //! placeholder and empty-transaction policies, the sums of each unit's form (`count_forms::Forms`,
 //! made once per segment and policy for every stream, not once per stream: 64 candidates each
-//! walked every skipped unit's form), less the kept runs'. Units kept in part and a unit no form is made for
-//! go through the send walk's count mode (`send::walk`, `count_only`).
+//! walked every skipped unit's form), less the kept runs'; each stretch of a row read once for
+//! every stream of it (`Stretches`). Units kept in part and a unit no form is made for go through
+//! the send walk's count mode (`send::walk`, `count_only`).
 
 use std::collections::HashMap;
 
