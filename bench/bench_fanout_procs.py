@@ -41,12 +41,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import grpc
 
-from bench.common import DATA_DIR, BenchSettingError, env_binlog_dir, env_float, env_int, free_port, serve_master, stop_process, write_result
+from bench.common import (DATA_DIR, BenchSettingError, env_binlog_dir, env_float, env_int, free_port, metric, serve_master,
+                          stop_process, write_result)
 from bench.grpc_floor import floor_cpu
 from dumpfilter.master.read.segments import CACHE_BYTES, RESIDENT_BYTES
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
@@ -246,15 +246,6 @@ def touch_pass_s(binlog_dir: Path) -> float:
     return time.thread_time() - t0
 
 
-def _metric(port: int, name: str) -> int | None:
-    """A counter of the master's /metrics (None: not there)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
-        for line in reply.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return int(float(line.split()[1]))
-    return None
-
-
 def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
     """One master and len(rules) `slave run --until-caught-up` processes started `stagger` s apart."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-fanout-"))
@@ -296,9 +287,9 @@ def run(binlog_dir: Path, rules: list[tuple[str, ...]], stagger: float) -> dict:
         lint_pid = _lint_worker(master.pid)
         lint_cpu = sum(_cpu(lint_pid)[:2]) if lint_pid is not None else 0.0
         lint_done = _lint_done(address)
-        scans = _metric(metrics_port, "dumpfilter_segment_scans_total")
-        hits = _metric(metrics_port, "dumpfilter_segment_hits_total")
-        kept_hits = _metric(metrics_port, "dumpfilter_segment_kept_hits_total")
+        scans = metric(metrics_port, "dumpfilter_segment_scans_total")
+        hits = metric(metrics_port, "dumpfilter_segment_hits_total")
+        kept_hits = metric(metrics_port, "dumpfilter_segment_kept_hits_total")
     finally:
         sampler.stop()
         for proc in procs:

@@ -13,7 +13,9 @@ its own, not the master's). Each run is made DUMPFILTER_BENCH_REPEAT (2) times, 
 least CPU is kept, and beside the ratio of those bests the median of each round's own ratio (its
 candidates run against the streams run just before it: one fast or slow round moves it less) and
 the ratio of the rounds' medians (neither median moved by one cheap or costly round: give it 5-7).
-Each run also reports the master's minor page faults and, with candidates, the
+Each run also reports the segments the master read and scanned (its /metrics: each once whoever
+reached it first, the streams or the pass; a pass that ran ahead of the streams past the cache would
+make them scan again), its minor page faults and, with candidates, the
 `shadow-pass` thread's user and system CPU and minor faults from /proc/PID/task/TID/stat (the
 thread found by name with py-spy: DUMPFILTER_PY_SPY, else beside this interpreter (the bench extra
 installs it into the project's .venv), else on PATH;
@@ -37,7 +39,8 @@ from pathlib import Path
 
 import grpc
 
-from bench.common import env_binlog_dir, env_int, process_cpu_s, row_binlog, serve_master, stop_process, write_result
+from bench.common import (env_binlog_dir, env_int, free_port, metric, process_cpu_s, row_binlog, serve_master, stop_process,
+                          write_result)
 from dumpfilter.v1 import dump_pb2, dump_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +120,8 @@ def _at_end(pos: tuple[str, int]) -> bool:
 
 def run(binlog_dir: Path, shadow: Path | None) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="bench-shadow-"))
-    options = ("--lint-max-mb", "0", *(("--shadow", str(shadow)) if shadow else ()))
+    metrics_port = free_port()
+    options = ("--lint-max-mb", "0", "--metrics-port", str(metrics_port), *(("--shadow", str(shadow)) if shadow else ()))
     master, address, _ = serve_master(binlog_dir, *options, log=workdir / "master.log")
     procs: list[subprocess.Popen] = []
     try:
@@ -146,6 +150,9 @@ def run(binlog_dir: Path, shadow: Path | None) -> dict:
             stats = dump_pb2_grpc.DumpFilterStub(channel).Stats(dump_pb2.StatsRequest(), timeout=30)
         sent = sum(s.bytes_sent for s in stats.slaves)
         counted = sum(c.counts["bytes_all"] for c in stats.shadows)
+        # (the segments read and scanned, by the streams or the pass, whoever reached each first: a
+        # pass that runs ahead of the streams past the cache makes them scan again)
+        scans = metric(metrics_port, "dumpfilter_segment_scans_total")
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -159,7 +166,7 @@ def run(binlog_dir: Path, shadow: Path | None) -> dict:
     return {"master_cpu_s": round(cpu, 2), "start_cpu_s": round(started_cpu, 2),
             "own_cpu_s": round(own, 2) if shadow is None or "pass" in before else None, "seconds": round(seconds, 1),
             "mb_sent": round(sent / 1e6, 1), "candidates": len(stats.shadows), "mb_counted": round(counted / 1e6, 1),
-            "threads": threads}
+            "segment_scans": scans, "threads": threads}
 
 
 def idle_start_cpu(binlog_dir: Path) -> float:
@@ -218,7 +225,8 @@ def main() -> dict:
     for kind, got in runs.items():
         for r in got:
             t = r["threads"]
-            line = f"  {kind}: master CPU {r['master_cpu_s']:.2f} s, minor faults {t['process']['minflt']:.0f}"
+            line = (f"  {kind}: master CPU {r['master_cpu_s']:.2f} s, segments scanned {r['segment_scans']}, "
+                    f"minor faults {t['process']['minflt']:.0f}")
             if "pass" in t:
                 p = t["pass"]
                 line += (f"; shadow-pass thread user {p['user_s']:.2f} s, system {p['sys_s']:.2f} s, "

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 from dumpfilter.binlogs import served_paths
@@ -115,6 +116,15 @@ def process_cpu_s(pid: int) -> float:
     """A live process's CPU seconds so far (utime + stime, from /proc/PID/stat)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def metric(port: int, name: str) -> int | None:
+    """A counter of a master's /metrics on `port` (None: not there)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as reply:
+        for line in reply.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return int(float(line.split()[1]))
+    return None
 
 
 def settle(busy_below: float = 0.25, within_s: float = 20.0) -> dict[str, float]:
