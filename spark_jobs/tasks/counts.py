@@ -127,6 +127,27 @@ def merge_statements(parts: list[ChunkCounts]) -> Statements:
     return out
 
 
+def joined_tables(before: Tables, part: Tables) -> Tables:
+    """`merge_tables` of a running total and the next chunk's, as a new dict: the total's copied
+    whole (a C loop), the chunk's added one by one. A live master folds each range into totals that
+    grow with the binlog's tables (a DDL-heavy binlog's scratch tables: 922 after 534 MB); a Python
+    loop over both made each range cost what the history held."""
+    out = dict(before)
+    for table, size in part.items():
+        out[table] = out.get(table, 0) + size
+    return out
+
+
+def joined_statements(before: Statements, part: Statements) -> Statements:
+    """`merge_statements` of a running total and the next chunk's, as `joined_tables` joins
+    tables: an entry the chunk adds to is a new list (the total's lists are shared, never changed)."""
+    out = dict(before)
+    for group, (size, sql) in part.items():
+        found = out.get(group)
+        out[group] = [size, sql] if found is None else [found[0] + size, found[1]]
+    return out
+
+
 def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[SlaveCounts]:
     """Sum chunk counts per slave, in `slave_names` order. A stretch that ends one chunk and opens
     the next chunk of the same file is one heartbeat, not two."""

@@ -27,8 +27,7 @@ from dumpfilter.codec.constants import GTID_EVENT_TYPES, MAGIC
 from dumpfilter.codec.scanner import Scanner, type_mask
 from dumpfilter.spark_jobs.tasks.bandwidth import ScannedBuffer, count_buffers, count_chunk
 from dumpfilter.spark_jobs.tasks.chunks import Buffer, Chunk, chunk_start
-from dumpfilter.spark_jobs.tasks.counts import (ChunkCounts, merge_counts, merge_hours, merge_statements,
-                                                merge_tables)
+from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, joined_statements, joined_tables, merge_counts, merge_hours
 
 if TYPE_CHECKING:
     from dumpfilter.codec.format_description import FormatDescription
@@ -120,7 +119,8 @@ class ShadowCounts:
         total = merge_counts(both, [name])[0]
         joined, dicts = self._joined, [before.tables, part.tables, before.statements, part.statements]
         if joined is None or any(a is not b for a, b in zip(joined[0], dicts)):
-            joined = self._joined = (dicts, merge_tables(both), merge_statements(both))
+            joined = self._joined = (dicts, joined_tables(before.tables, part.tables),
+                                     joined_statements(before.statements, part.statements))
         return ChunkCounts(part.file_index, part.start, total, leading_skip=before.leading_skip,
                            trailing_skip=part.trailing_skip, heartbeat_size=part.heartbeat_size,
                            rotate_end=part.rotate_end, last_time=max(before.last_time, part.last_time),
