@@ -14,8 +14,12 @@ over a binlog without them, every candidate keeps nothing: a workload the bench 
 default): what the pass costs per rule group, against the part every group shares.
 `--segment-mb N`: the master's segments of N MiB (its SEGMENT_BYTES, 8, by default; its cache 4 of
 them, as the master's): what the count costs per segment, against what it costs per unit.
+`--range-segments N`: each range of the pass counts N segments at most (the board's RANGE_SEGMENTS by
+default; 1: as a live master that keeps pace with a primary counts a range per change), each range
+folded into the candidates' totals: what the ranges' set-up and folds cost.
 
     python -m bench.diag_shadow_count DIR [--schema S] [--out FILE] [--passes N] [--kinds K,..] [--segment-mb N]
+                                          [--range-segments N]
     valgrind --tool=callgrind --toggle-collect=sys_call_tracing python -m bench.diag_shadow_count DIR --schema sbtest
 """
 
@@ -33,7 +37,7 @@ from bench import bench_shadow
 from dumpfilter.cli.app import GC_GEN0_THRESHOLD
 from dumpfilter.master.read.segments import SEGMENT_BYTES, SegmentCache
 from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
-from dumpfilter.master.shadow.board import ShadowBoard
+from dumpfilter.master.shadow.board import RANGE_SEGMENTS, ShadowBoard
 from dumpfilter.rules import lazy_sqlglot
 from dumpfilter.spark_jobs.tasks import bandwidth
 from dumpfilter.spark_jobs.tasks.shadow_counts import ShadowCounts
@@ -57,6 +61,8 @@ def main() -> None:
     parser.add_argument("--kinds", type=_kinds, default=tuple(range(len(bench_shadow.KINDS))),
                         help="bench_shadow's candidate kinds counted, by index (default: all 8)")
     parser.add_argument("--segment-mb", type=_positive, default=SEGMENT_BYTES >> 20, help="the master's segment size, MiB")
+    parser.add_argument("--range-segments", type=_positive, default=RANGE_SEGMENTS,
+                        help="the segments one range of the pass counts at most")
     args = parser.parse_args()
     bench_shadow.SCHEMA = args.schema
     segment = args.segment_mb << 20
@@ -87,12 +93,13 @@ def main() -> None:
     for k in range(args.passes):
         cache = SegmentCache(args.dir, segment_bytes=segment, cache_bytes=4 * segment)
         board = ShadowBoard(args.dir, ShadowCounts(), _NoLint(), None, cache)  # type: ignore[arg-type]
+        board.range_segments = args.range_segments
         board.add(parse_topology(bench_shadow.candidates_toml(args.kinds)), None, from_start=True)
         spent[0] = 0.0
         started = time.process_time()
-        board.count()
+        ranges = board.count()
         print(f"pass {k + 1}: {len(args.kinds) * bench_shadow.SCHEMAS} candidates: process CPU {time.process_time() - started:.2f} s (scans included), "
-              f"counting {spent[0]:.2f} s (thread CPU of the segments' counts)")
+              f"counting {spent[0]:.2f} s (thread CPU of the segments' counts), {ranges} ranges")
         schemas = {f"{args.schema}{n}" for n in range(1, bench_shadow.SCHEMAS + 1)}
         if not any(isinstance(name, tuple) and name[0] in schemas for c in board.candidates.values()
                    if c.total is not None for name in c.total.tables):
@@ -113,9 +120,9 @@ def _kinds(text: str) -> tuple[int, ...]:
 
 
 def _positive(text: str) -> int:
-    """`--segment-mb`: a whole number of MiB, 1 or more."""
+    """`--segment-mb` (MiB), `--range-segments`: a whole number, 1 or more."""
     if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of MiB, 1 or more")
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number, 1 or more")
     return int(text)
 
 

@@ -110,8 +110,11 @@ class ShadowCounts:
     def fold(self, before: ChunkCounts | None, part: ChunkCounts) -> ChunkCounts:
         """A candidate's running totals (`before`, a ChunkCounts standing for every range counted so
         far) with the next range's counts added, joined as `experiment` joins two chunks."""
+        # (no minutes: `experiment` charts a run of under two hours by minutes, but a live master's
+        # report is by hour (ShadowReport), and a total that kept them would grow a bucket a minute.
+        # Kept by the first range and dropped by the next, they said a total's minutes were none.)
         if before is None:
-            return part
+            return replace(part, by_minute=None)
         name = part.counts.slave
         if before.counts.slave != name:  # (the merges join a slave's chunks by its name)
             before = replace(before, counts=replace(before.counts, slave=name))
@@ -124,7 +127,8 @@ class ShadowCounts:
         return ChunkCounts(part.file_index, part.start, total, leading_skip=before.leading_skip,
                            trailing_skip=part.trailing_skip, heartbeat_size=part.heartbeat_size,
                            rotate_end=part.rotate_end, last_time=max(before.last_time, part.last_time),
-                           by_hour=(merge_hours(both, [name]) or {})[name], tables=joined[1], statements=joined[2])
+                           by_hour=(merge_hours(both, [name]) or {})[name], by_minute=None, tables=joined[1],
+                           statements=joined[2])
 
     @staticmethod
     def report(specs: Sequence[SlaveSpec], gates: Sequence[Gate | None], totals: Sequence[ChunkCounts],
