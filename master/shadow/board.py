@@ -398,9 +398,10 @@ class ShadowBoard:
         """Every active candidate over the master's segments from `start` of `path` on, as far as
         they go in it, RANGE_SEGMENTS at most (the streams' segments, from the cache or kept by
         their scan; else read through the cache, so that streams reaching them find them): their
-        UnitLists counted in one count, the binlog not scanned again. Where the last counted ends (the next range's start);
-        None where the first cannot be counted so (none there, one that spans files or stops at a
-        corrupt event, a rule the counting cannot apply): the caller scans the range itself."""
+        UnitLists counted in one count, the binlog not scanned again. Where the last counted ends
+        (the next range's start); None where the first cannot be counted so (none there, one that
+        spans files or stops at a corrupt event, a rule the counting cannot apply): the caller
+        scans the range itself."""
         cache = self.segments
         name = Path(path).name
         first = self._segment(cache, name, start)
