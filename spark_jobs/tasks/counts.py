@@ -112,8 +112,7 @@ def merge_tables(parts: list[ChunkCounts]) -> Tables:
     """Bytes by (db, table) over every chunk (each chunk's once, whatever its number of slaves)."""
     out: Tables = {}
     for part in _each_chunk(parts):
-        for table, size in part.tables.items():
-            out[table] = out.get(table, 0) + size
+        _add_tables(out, part.tables)
     return out
 
 
@@ -122,8 +121,7 @@ def merge_statements(parts: list[ChunkCounts]) -> Statements:
     (each chunk's once): [bytes, one statement's text]."""
     out: Statements = {}
     for part in _each_chunk(parts):
-        for group, (size, sql) in part.statements.items():
-            out.setdefault(group, [0, sql])[0] += size
+        _add_statements(out, part.statements)
     return out
 
 
@@ -133,19 +131,30 @@ def joined_tables(before: Tables, part: Tables) -> Tables:
     grow with the binlog's tables (a DDL-heavy binlog's scratch tables: 922 after 534 MB); a Python
     loop over both made each range cost what the history held."""
     out = dict(before)
-    for table, size in part.items():
-        out[table] = out.get(table, 0) + size
+    _add_tables(out, part)
     return out
 
 
 def joined_statements(before: Statements, part: Statements) -> Statements:
     """`merge_statements` of a running total and the next chunk's, as `joined_tables` joins
-    tables: an entry the chunk adds to is a new list (the total's lists are shared, never changed)."""
+    tables (the total's entry lists are shared with it, never changed: `_add_statements`)."""
     out = dict(before)
+    _add_statements(out, part)
+    return out
+
+
+def _add_tables(out: Tables, part: Tables) -> None:
+    """A chunk's bytes by table added to `out`."""
+    for table, size in part.items():
+        out[table] = out.get(table, 0) + size
+
+
+def _add_statements(out: Statements, part: Statements) -> None:
+    """A chunk's statement groups added to `out`, each with the first text met; an entry added to
+    is a new list, so that `out`'s lists may be another total's."""
     for group, (size, sql) in part.items():
         found = out.get(group)
         out[group] = [size, sql] if found is None else [found[0] + size, found[1]]
-    return out
 
 
 def merge_counts(parts: list[ChunkCounts], slave_names: list[str]) -> list[SlaveCounts]:
