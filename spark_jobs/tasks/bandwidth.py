@@ -38,6 +38,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
+from itertools import compress
 from typing import TYPE_CHECKING
 
 from dumpfilter import _core
@@ -209,9 +210,10 @@ class _SlaveCounter:
 
 
 def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None = None, *,
-                verify_checksums: bool = True) -> list[ChunkCounts]:
+                verify_checksums: bool = True, minutes: bool = True) -> list[ChunkCounts]:
     """Counts of every slave (`dumpfilter.topology.SlaveSpec`-like: name, rules, settings,
-    skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded).
+    skip_policy) over one chunk; `gates`: each slave's master-policy gate (None: unbounded);
+    `minutes`: False where the counts are wanted by hour alone (`count_buffers`).
     One scan of the chunk for all slaves; per slave, one compiled walk per run of units the core
     handles (see the module's docstring). Slaves alike in all that decides what they are sent
     (rules, settings, gate, skip policy) are counted once: the same walk would give each of them
@@ -221,17 +223,19 @@ def count_chunk(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate 
     def buffers(cuts: list[bool], divide: int) -> Iterator[ScannedBuffer]:
         return chunk_buffers(chunk, scanner, unit_statements=lambda: cuts[0], divide=divide, statements=True)
 
-    return count_buffers(chunk, slaves, gates, buffers, lambda: scanner.names)
+    return count_buffers(chunk, slaves, gates, buffers, lambda: scanner.names, minutes=minutes)
 
 
 def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gate | None] | None,
-                  buffers: Callable[[list[bool], int], Iterator[ScannedBuffer]], names: Callable[[], list[TableName]]
-                  ) -> list[ChunkCounts]:
+                  buffers: Callable[[list[bool], int], Iterator[ScannedBuffer]], names: Callable[[], list[TableName]],
+                  *, minutes: bool = True) -> list[ChunkCounts]:
     """`count_chunk` over buffers already scanned, or scanned as they are counted: `buffers(cuts,
     divide)` yields them as `chunk_buffers` does (`cuts[0]`: whether a scan still to start should
     read the statements of units kept in part; `divide`: its buffer size's divisor), `names()` the
     (db, table) of the last one's name ids. A live master's shadow candidates are counted over the
-    UnitLists its streams' segment reads scanned (spark_jobs.tasks.shadow_counts)."""
+    UnitLists its streams' segment reads scanned (spark_jobs.tasks.shadow_counts). `minutes`:
+    False where the counts are wanted by hour alone (a live master's candidates' totals keep no
+    minutes): each buffer is walked by hours, as one of more than MINUTE_BUCKETS minutes is."""
     gates = list(gates) if gates is not None else [None] * len(slaves)
     alike: dict[tuple[str, str, Gate | None, str], tuple[int, SlaveSpec, Gate | None]] = {}  # the first of each
     which = [alike.setdefault((repr(s.rules), repr(s.settings), gate, s.skip_policy), (len(alike), s, gate))[0]
@@ -267,7 +271,7 @@ def count_buffers(chunk: Chunk, slaves: Sequence[SlaveSpec], gates: Iterable[Gat
             lone.flush({}, {})  # (what a chunk an error ended left: dropped)
             keyed = KeyedSums()
         partial = sum(c.out.counts.transactions_partial for c in counters)
-        fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone, keyed)
+        fmt = _count_units(counters, units, n, buf, base, names(), fmt, lone, keyed, minutes)
         cuts[0] = may_cut and sum(c.out.counts.transactions_partial for c in counters) > partial
         if n:
             rotate_end = bool(units.unit(n - 1).flags & _core.F_ROTATE_END)
@@ -302,9 +306,10 @@ def _up_to_cut(buffers: Iterator[ScannedBuffer], found: list[CutEventError]) -> 
 
 def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, buf: Buffer, base: int,
                  names: list[TableName], fmt: FormatDescription | None, lone: LoneUnits,
-                 keyed: KeyedSums) -> FormatDescription | None:
+                 keyed: KeyedSums, minutes: bool = True) -> FormatDescription | None:
     """Every slave over the `n` units of one scanned buffer: compiled walks where the core can, the
-    rest one unit at a time, in order per slave. Returns the format in force after the buffer."""
+    rest one unit at a time, in order per slave (by minutes where `minutes` and the buffer spans
+    MINUTE_BUCKETS minutes or fewer, else by hours). Returns the format in force after the buffer."""
     # The units the core leaves to Python (never fast), as Transactions made once for all slaves,
     # each decoded with the format in force where it stands.
     made: dict[int, Transaction] = {}
@@ -340,7 +345,7 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     by_table = units.table_bytes(len(names), step)
     fine = [(cut.unit, cut.bucket * step) for cut in by_table.cuts]
     cuts = _joined(fine, MINUTE)
-    width = MINUTE if len(cuts) <= MINUTE_BUCKETS else HOUR
+    width = MINUTE if minutes and len(cuts) <= MINUTE_BUCKETS else HOUR
     cuts = (cuts if width == MINUTE else _joined(fine, HOUR)) or [(0, -1)]
     bounds = [(a, b, start) for (a, start), (b, _) in zip(cuts, [*cuts[1:], (n, 0)])]
     other = by_table.other
@@ -352,13 +357,14 @@ def _count_units(counters: list[_SlaveCounter], units: _core.UnitList, n: int, b
     # units holds none)
     keys = units.statement_units(formats).keys if other else []
     tables = counters[0].out.tables if counters else {}
-    for k, size in enumerate(by_table.by_name):
-        if size:
-            tables[names[k]] = tables.get(names[k], 0) + size
-    for k, size in enumerate(by_table.envelope):  # each row transaction's envelope to its tables
-        if size:
-            key = envelope_key(names[k], None)
-            tables[key] = tables.get(key, 0) + size
+    # (a size per name the scanner has met, most of them 0 in one buffer: the others picked in C)
+    by_name = by_table.by_name
+    for name, size in zip(compress(names, by_name), filter(None, by_name)):
+        tables[name] = tables.get(name, 0) + size
+    envelope = by_table.envelope  # each row transaction's envelope to its tables
+    for name, size in zip(compress(names, envelope), filter(None, envelope)):
+        key = envelope_key(name, None)
+        tables[key] = tables.get(key, 0) + size
     tables[FRAMING] = tables.get(FRAMING, 0) + by_table.framing - by_table.shared
     # The statement units decided by keys by the core, once per buffer (`keyed_tables`); the rest
     # (DDL, lone statements, statements the keys do not read) one unit at a time, once the rule

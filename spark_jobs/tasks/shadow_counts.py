@@ -67,7 +67,8 @@ class ShadowCounts:
               gates: Sequence[Gate | None]) -> list[ChunkCounts]:
         """Every candidate's counts over bytes [start, end) of `path` (end None: to the file's end;
         `start` 0 or a GTID event's offset, `end` a GTID event's offset), in `specs` order."""
-        return count_chunk(Chunk(file_index, path, start, end), specs, gates, verify_checksums=self.verify_checksums)
+        return count_chunk(Chunk(file_index, path, start, end), specs, gates, verify_checksums=self.verify_checksums,
+                           minutes=False)
 
     def count_scanned(self, file_index: int, path: str, scanned: Iterator[Scanned], specs: Sequence[SlaveSpec],
                       gates: Sequence[Gate | None]) -> list[ChunkCounts]:
@@ -89,7 +90,7 @@ class ShadowCounts:
                 yield part.fmt, cast(Buffer, part.buf), part.base, units, len(units), part.crc
 
         chunk = Chunk(file_index, path, 0 if start <= 4 else start)
-        return count_buffers(chunk, specs, gates, buffers, lambda: names[0])
+        return count_buffers(chunk, specs, gates, buffers, lambda: names[0], minutes=False)
 
     @staticmethod
     def whole_units_end(path: str, start: int, written: int) -> int:
@@ -112,7 +113,8 @@ class ShadowCounts:
         far) with the next range's counts added, joined as `experiment` joins two chunks."""
         # (no minutes: `experiment` charts a run of under two hours by minutes, but a live master's
         # report is by hour (ShadowReport), and a total that kept them would grow a bucket a minute.
-        # Kept by the first range and dropped by the next, they said a total's minutes were none.)
+        # Kept by the first range and dropped by the next, they said a total's minutes were none. The
+        # ranges are counted by hours, `count_buffers(minutes=False)`: no minute is made to be dropped.)
         if before is None:
             return replace(part, by_minute=None)
         name = part.counts.slave
