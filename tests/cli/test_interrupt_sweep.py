@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from dumpfilter.workload.generator import WorkloadSpec, generate
-from tests.cli.test_sigterm import Command, marked_processes
+from tests.cli.test_sigterm import Command, left_running, marked_processes
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(400)
@@ -32,7 +32,7 @@ def _ended_cleanly(command: Command, err: str, code: int, line: str) -> None:
     assert command.proc.returncode == code, err
     assert "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == line, err
-    assert marked_processes(command.mark) == [], "left running after the command ended"
+    assert left_running(command.mark) == [], "left running after the command ended"
     assert list(command.tmp.iterdir()) == [], list(command.tmp.rglob("*"))[:10]
 
 
