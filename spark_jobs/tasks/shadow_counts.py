@@ -113,10 +113,9 @@ class ShadowCounts:
         far) with the next range's counts added, joined as `experiment` joins two chunks."""
         # (no minutes: `experiment` charts a run of under two hours by minutes, but a live master's
         # report is by hour (ShadowReport), and a total that kept them would grow a bucket a minute.
-        # Kept by the first range and dropped by the next, they said a total's minutes were none. The
-        # ranges are counted by hours, `count_buffers(minutes=False)`: no minute is made to be dropped.)
+        # The ranges are counted by hours, `count_buffers(minutes=False)`: a range holds none.)
         if before is None:
-            return replace(part, by_minute=None)
+            return part
         name = part.counts.slave
         if before.counts.slave != name:  # (the merges join a slave's chunks by its name)
             before = replace(before, counts=replace(before.counts, slave=name))
