@@ -17,9 +17,12 @@ them, as the master's): what the count costs per segment, against what it costs 
 `--range-segments N`: each range of the pass counts N segments at most (the board's RANGE_SEGMENTS by
 default; 1: as a live master that keeps pace with a primary counts a range per change), each range
 folded into the candidates' totals: what the ranges' set-up and folds cost.
+`--split N`: the same command run under py-spy (bench.sampled_split), and the N functions the
+segments' counts spent their samples in most, inclusive and own: where a count's time goes without
+a wrapper's cost on each call.
 
     python -m bench.diag_shadow_count DIR [--schema S] [--out FILE] [--passes N] [--kinds K,..] [--segment-mb N]
-                                          [--range-segments N]
+                                          [--range-segments N] [--split N]
     valgrind --tool=callgrind --toggle-collect=sys_call_tracing python -m bench.diag_shadow_count DIR --schema sbtest
 """
 
@@ -29,11 +32,12 @@ import argparse
 import gc
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench import bench_shadow
+from bench import bench_shadow, sampled_split
 from dumpfilter.cli.app import GC_GEN0_THRESHOLD
 from dumpfilter.master.read.segments import SEGMENT_BYTES, SegmentCache
 from dumpfilter.master.serve.malloc_arenas import limit_arenas, steady_thresholds
@@ -63,7 +67,11 @@ def main() -> None:
     parser.add_argument("--segment-mb", type=_positive, default=SEGMENT_BYTES >> 20, help="the master's segment size, MiB")
     parser.add_argument("--range-segments", type=_positive, default=RANGE_SEGMENTS,
                         help="the segments one range of the pass counts at most")
+    parser.add_argument("--split", type=_positive, metavar="N",
+                        help="run again under py-spy and print the N functions the count's samples fall in most")
     args = parser.parse_args()
+    if args.split:
+        sys.exit(_split(args.split))
     bench_shadow.SCHEMA = args.schema
     segment = args.segment_mb << 20
     _, gen1, gen2 = gc.get_threshold()
@@ -106,6 +114,26 @@ def main() -> None:
             print(f"  no table of {args.schema}1..{args.schema}8 counted: the binlog has no such schema (--schema)")
         if args.out:
             _write(board, args.out if args.passes == 1 else args.out.with_name(f"{args.out.name}.{k + 1}"))
+
+
+def _split(top: int) -> int:
+    """`--split N`: this command (without --split) run under py-spy, and where its segments' counts
+    (`bandwidth._count_units`) spent their samples: the N functions below it by share."""
+    argv, skip = [], False
+    for arg in sys.argv[1:]:  # (the command again, without --split N or --split=N)
+        if skip or arg.startswith("--split"):
+            skip = arg == "--split"
+            continue
+        argv.append(arg)
+    with tempfile.TemporaryDirectory(prefix="diag-split-") as tmp:
+        raw = Path(tmp) / "stacks.txt"
+        code = sampled_split.record(bench_shadow.PY_SPY, [sys.executable, "-m", "bench.diag_shadow_count", *argv], raw)
+        if code != 0 or not raw.exists():
+            print(f"--split: py-spy ({bench_shadow.PY_SPY}) did not run the count (exit {code}): pip install -e '.[bench]'",
+                  file=sys.stderr)
+            return 2
+        print("\n".join(sampled_split.split(raw, "_count_units").lines(top)))
+    return 0
 
 
 def _kinds(text: str) -> tuple[int, ...]:

@@ -1,13 +1,14 @@
 """bench.diag_shadow_count, the shadow pass's count in process, by its own command line: a
 candidate's totals (by hour, minute, table and statement) do not depend on which other candidates
 are counted beside it (`--kinds`: the rule groups of a pass answer each unit for all of them at
-once) nor on the size of the master's segments the pass walks (`--segment-mb`). Nothing here
-asserts a time."""
+once) nor on the size of the master's segments the pass walks (`--segment-mb`); `--split` says
+where the count's samples fell. Nothing here asserts a time."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,9 +64,27 @@ def test_a_candidates_counts_do_not_depend_on_where_the_pass_ends_its_ranges(bin
         assert counts == one[name], name
 
 
+def test_split_says_where_the_counts_spent_their_samples(binlogs: Path):
+    """`--split N`: the count run again under py-spy, and the N functions below the segments' counts
+    the samples fell in most, by share (bench.sampled_split), no wrapper's cost on each call."""
+    if shutil.which(bench_shadow.PY_SPY) is None:
+        pytest.skip(f"py-spy ({bench_shadow.PY_SPY}) is not installed: the test extra installs it")
+    done = subprocess.run([sys.executable, "-m", "bench.diag_shadow_count", str(binlogs), "--schema", "db",
+                           "--passes", "3", "--split", "6"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = re.search(r"^(\d+) samples inside _count_units", done.stdout, re.M)
+    assert said is not None and int(said.group(1)) > 0, done.stdout[-2000:]
+    inclusive = done.stdout.split("inclusive (on the stack):\n", 1)[1].split("own (on top of the stack):", 1)[0]
+    shares = [(float(share), name) for share, name in re.findall(r"^ +([0-9.]+)%  (\S+)$", inclusive, re.M)]
+    assert 0 < len(shares) <= 6
+    assert [s for s, _ in shares] == sorted((s for s, _ in shares), reverse=True) and all(0 < s <= 100 for s, _ in shares)
+    assert {"answer_all", "_count_all"} & {name for _, name in shares}  # (the count's two halves)
+
+
 @pytest.mark.parametrize(("option", "value"), [("--kinds", ""), ("--kinds", "x"), ("--kinds", "0,8"), ("--kinds", "-1"),
                                                ("--segment-mb", "0"), ("--segment-mb", "-3"), ("--segment-mb", "1.5"),
-                                               ("--range-segments", "0"), ("--range-segments", "x")])
+                                               ("--range-segments", "0"), ("--range-segments", "x"),
+                                               ("--split", "0"), ("--split", "x")])
 def test_a_malformed_option_is_one_line_and_exit_2(option: str, value: str, tmp_path: Path):
     done = subprocess.run([sys.executable, "-m", "bench.diag_shadow_count", str(tmp_path), f"{option}={value}"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
