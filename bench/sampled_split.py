@@ -1,7 +1,6 @@
 """Where one Python function's time goes, by sampling (a diagnostic's tool, no figure of `make
 bench`): a command run under py-spy (`record`, its raw stacks), and the samples taken
-inside `root` summed by each function below it, inclusive and self, those waiting for the GIL
-apart. Sampling adds no work to each call, where a wrapper that reads a call's thread CPU before
+inside `root` summed by each function below it, inclusive and own. Sampling adds no work to each call, where a wrapper that reads a call's thread CPU before
 and after it (two system calls) adds its own cost to every short call it times, and a function's
 own share takes in the core calls it makes (the process is sampled without its native frames:
 see `record`), so a step's Python and its C work are told apart by what it calls, not by this.
@@ -17,21 +16,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# A native frame's Rust hash (`::h0123456789abcdef`): dropped, so that builds name it alike.
+# A native frame's Rust hash (`::h0123456789abcdef`), where a raw file has native frames: dropped,
+# so that builds name it alike.
 _HASH = re.compile(r"::h[0-9a-f]{16}$")
-# Native frames of a thread waiting for the GIL (CPython 3.11's ceval_gil.h).
-_GIL_WAIT = ("take_gil", "PyEval_RestoreThread", "PyEval_AcquireThread")
 
 
 @dataclass
 class Split:
-    """The samples taken inside `root` (`samples`), those of them waiting for the GIL (`gil`), and
-    per function below `root` the samples it was on the stack in (`inclusive`) and on top of it
-    (`own`)."""
+    """The samples taken inside `root` (`samples`), and per function below `root` the samples it was
+    on the stack in (`inclusive`) and on top of it (`own`). (A sample of a thread waiting for the
+    GIL counts to the line that waits: without native frames py-spy cannot tell it.)"""
 
     root: str
     samples: int = 0
-    gil: int = 0
     inclusive: Counter[str] = field(default_factory=Counter)
     own: Counter[str] = field(default_factory=Counter)
 
@@ -40,8 +37,7 @@ class Split:
         if not self.samples:
             return [f"no sample inside {self.root}: the run was too short for the sampling rate"]
         share = 100 / self.samples
-        out = [f"{self.samples} samples inside {self.root}, {self.gil * share:.1f}% of them waiting for the GIL",
-               "inclusive (on the stack):"]
+        out = [f"{self.samples} samples inside {self.root}", "inclusive (on the stack):"]
         out += [f"  {n * share:5.1f}%  {name}" for name, n in self.inclusive.most_common(top)]
         out.append("own (on top of the stack):")
         out += [f"  {n * share:5.1f}%  {name}" for name, n in self.own.most_common(top)]
@@ -72,9 +68,6 @@ def split(raw: Path, root: str) -> Split:
             continue
         n, below = int(count), frames[inside[-1] + 1:]
         found.samples += n
-        if any(name in _GIL_WAIT for name in below):
-            found.gil += n
-            continue
         for name in set(below):
             found.inclusive[name] += n
         found.own[below[-1] if below else root] += n
