@@ -1,21 +1,22 @@
 //! The skipped units' forms a count walk sums (`count_walk`): per skip policy, every unit's form
 //! if skipped whole, as sums from the list's start (`Forms`), made once per segment and policy
-//! for every stream in one read of the units' records (`Forms::make_many`), and held by the list
-//! while a count reads them (`FormsCache`).
+//! for every stream (`Forms::make_many`), into the arrays of the forms dropped before (`spare`),
+//! and held by the list while a count reads them (`FormsCache`).
 
+use std::mem::size_of;
 use std::sync::{Arc, Mutex};
 
 use crate::scan::{F_COMPLETE, F_FAST, F_MARIADB_GTID};
 use crate::sent::prefetch;
 use crate::skip_forms::{self, SKIP_EMPTY, SKIP_PLACEHOLDER};
-use crate::stmt_units::{StmtUnits, ALWAYS};
+use crate::stmt_units::{Piece, StmtUnits, ALWAYS};
 use crate::unit_list::{ListedUnit, UnitList};
 
 /// Every unit's form if skipped whole under one skip policy, as sums from the list's start
 /// (n + 1): bytes, events and placeholders (`Sum`), the units no form is made for (`none`), and
 /// (placeholders) the statement units, whose framing is their keys' to say. Counts are u32 (as a
 /// file's offsets), and the two that stay 0 in most segments take no memory until one is not
-/// (`Zeros`): the arrays are written fresh per segment; their pages faulting in cost a third.
+/// (`Zeros`).
 pub struct Forms {
     pub skip: u8,
     pub crc: bool,
@@ -31,10 +32,11 @@ type Sum = (u64, u32, u32);
 struct Zeros(Vec<u32>);
 
 impl Zeros {
-    /// Both columns of `Forms::zeros` given their sums before unit k.
-    fn push_both(zeros: &mut [Zeros; 2], k: usize, sums: [u64; 2]) {
+    /// Both columns of `Forms::zeros` given their sums before unit k of n.
+    fn push_both(zeros: &mut [Zeros; 2], (k, n): (usize, usize), sums: [u64; 2]) {
         for (Zeros(z), sum) in zeros.iter_mut().zip(sums) {
             if sum != 0 && z.is_empty() {
+                z.reserve_exact(n + 1); // (its whole length at once: grown unit by unit, reallocated)
                 z.resize(k, 0);
             }
             if !z.is_empty() {
@@ -52,68 +54,80 @@ const AHEAD: usize = 16;
 const MARIADB: u32 = F_COMPLETE | F_MARIADB_GTID;
 
 impl Forms {
-    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), in one
-    /// read of its records (not one per policy: a live pass meets them out of every cache), each
-    /// unit's read off its record where `recorded` makes it, else off its first and
-    /// last events, asked for AHEAD units ahead: under the empty-transaction policy, no MariaDB
-    /// unit's (a walk for both policies asked for every statement unit's bytes, and summed the
-    /// statement units no empty-transaction count reads). `st`: the list's statement units by key
-    /// (a statement unit is framed by the pieces every stream keeps, what
-    /// `StmtUnits::kept_ranges` gives a stream keeping none).
+    /// The forms of every unit of `plan` under each of `policies` (skip code, checksums), one
+    /// policy after another (`make`). `st`: the list's statement units by key (a statement unit
+    /// is framed by the pieces every stream keeps, what `StmtUnits::kept_ranges` gives a stream
+    /// keeping none).
     pub fn make_many(
         plan: &UnitList,
         bufs: &[&[u8]],
         st: Option<&StmtUnits>,
         policies: &[(u8, bool)],
     ) -> Vec<Forms> {
+        // (One read of the records per policy, not one for all: with the policies' running sums
+        // in a vector, each unit's sums were loaded from what the unit before stored, field by
+        // field, and perf put a third of the loop on that load; a policy's own sums stay in
+        // registers, and its second read of the records finds them in cache. A placeholder
+        // policy's forms of a 24,000-unit segment, warm: 403 us, then 128 us.)
+        policies
+            .iter()
+            .map(|&policy| Forms::make(plan, bufs, st, policy))
+            .collect()
+    }
+
+    /// The forms of every unit of `plan` under one policy: each unit's read off its record where
+    /// `recorded` makes it, else off its first and last events, asked for AHEAD units ahead
+    /// (under the empty-transaction policy, no MariaDB unit's: a walk for both policies asked for
+    /// every statement unit's bytes, and summed the statement units no empty-transaction count
+    /// reads).
+    fn make(plan: &UnitList, bufs: &[&[u8]], st: Option<&StmtUnits>, policy: (u8, bool)) -> Forms {
+        let skip = policy.0;
         // (none read: `recorded`'s, and a statement unit `form` frames by its record)
-        let unread = |a: &ListedUnit, skip: u8| {
+        let unread = |a: &ListedUnit| {
             a.flags & MARIADB == MARIADB
                 && (skip == SKIP_EMPTY || a.flags & F_FAST != 0 || !a.tabled)
         };
         let n = plan.units.len();
-        let mut made: Vec<_> = (policies.iter())
-            .map(|&(skip, crc)| Forms {
-                skip,
-                crc,
-                sums: Vec::with_capacity(n + 1),
-                zeros: [Zeros::default(), Zeros::default()],
-            })
-            .collect();
-        // (per policy: the sums so far, and those of `none` and `statements`)
-        let mut at = vec![(Sum::default(), [0u64; 2]); policies.len()];
+        let mut sums = spare(n + 1);
+        let mut zeros = [Zeros::default(), Zeros::default()];
+        // (the sums so far, and those of `none` and `statements`)
+        let (mut bytes, mut events, mut holes) = (0u64, 0u32, 0u32);
+        let mut rare = [0u64; 2];
         let mut scratch = Vec::new();
         for (k, u) in plan.units.iter().enumerate() {
             // (a form is read off the unit's record, its first event and its last)
-            let ahead = (plan.units.get(k + AHEAD))
-                .filter(|a| policies.iter().any(|&(skip, _)| !unread(a, skip)));
-            if let Some(a) = ahead {
+            if let Some(a) = plan.units.get(k + AHEAD).filter(|a| !unread(a)) {
                 let buf = bufs.get(a.part as usize).copied().unwrap_or_default();
                 for at in [a.start(), a.last()] {
                     prefetch(buf.get(at..(at + 32).min(a.end())).unwrap_or_default());
                 }
             }
-            for ((f, (sum, rare)), &policy) in made.iter_mut().zip(&mut at).zip(policies) {
-                if *rare != [0; 2] {
-                    // (both 0: neither was ever other, the sums only grow; `Zeros` stay empty)
-                    Zeros::push_both(&mut f.zeros, k, *rare);
-                }
-                f.sums.push(*sum);
-                let got = recorded(u, bufs, policy)
-                    .or_else(|| form(k, u, bufs, st, policy, &mut scratch));
-                match got {
-                    Some((b, e, p)) => *sum = (sum.0 + b, sum.1 + e as u32, sum.2 + p as u32),
-                    None => rare[0] += 1,
-                }
-                // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
-                rare[1] += u64::from(policy.0 != SKIP_EMPTY && !u.tabled);
+            if rare != [0; 2] {
+                // (both 0: neither was ever other, the sums only grow; `Zeros` stay empty)
+                Zeros::push_both(&mut zeros, (k, n), rare);
             }
+            sums.push((bytes, events, holes));
+            let got =
+                recorded(u, bufs, policy).or_else(|| form(k, u, bufs, st, policy, &mut scratch));
+            match got {
+                Some((b, e, p)) => {
+                    bytes += b;
+                    events += e as u32;
+                    holes += p as u32;
+                }
+                None => rare[0] += 1,
+            }
+            // (the empty-transaction policy frames a statement unit as any other: `framed_all`)
+            rare[1] += u64::from(skip != SKIP_EMPTY && !u.tabled);
         }
-        for (f, (sum, rare)) in made.iter_mut().zip(at) {
-            f.sums.push(sum);
-            Zeros::push_both(&mut f.zeros, n, rare);
+        sums.push((bytes, events, holes));
+        Zeros::push_both(&mut zeros, (n, n), rare);
+        Forms {
+            skip,
+            crc: policy.1,
+            sums,
+            zeros,
         }
-        made
     }
 
     /// The end of the longest run of units from i, up to j, whose forms are made (and framed:
@@ -133,6 +147,35 @@ impl Forms {
     pub(crate) fn at(&self, k: usize) -> [u64; 3] {
         let (b, e, p) = self.sums[k];
         [b, e.into(), p.into()]
+    }
+}
+
+/// Arrays of forms dropped, kept for the next ones made (`spare`): a pass makes two a segment,
+/// and each new one was pages the kernel mapped and zeroed again (about 90 minor faults a 24,000-
+/// unit segment and policy: 1,700 of a small-transaction pass's 10,000). At most SPARE_MAX of at
+/// most SPARE_BYTES each: a few megabytes, whatever the segments.
+static SPARE: Mutex<Vec<Vec<Sum>>> = Mutex::new(Vec::new());
+const SPARE_MAX: usize = 8;
+const SPARE_BYTES: usize = 4 << 20;
+
+/// An empty array for `n` forms: a spare one where one is kept, else a new one.
+fn spare(n: usize) -> Vec<Sum> {
+    let kept = SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let mut sums = kept.unwrap_or_default();
+    sums.clear();
+    sums.reserve(n);
+    sums
+}
+
+impl Drop for Forms {
+    fn drop(&mut self) {
+        let sums = std::mem::take(&mut self.sums);
+        if sums.capacity() * size_of::<Sum>() <= SPARE_BYTES {
+            let mut kept = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.len() < SPARE_MAX {
+                kept.push(sums);
+            }
+        }
     }
 }
 
@@ -167,27 +210,37 @@ fn form(
     (skip, crc): (u8, bool),
     scratch: &mut Vec<(usize, usize)>,
 ) -> Option<(u64, u64, u64)> {
-    let framing = match st.and_then(|st| st.of(k)) {
-        Some(pieces) if skip == SKIP_PLACEHOLDER && !u.tabled => {
-            scratch.clear();
-            let always = pieces.iter().filter(|p| p.key == ALWAYS);
-            scratch.extend(always.map(|p| (p.start(), p.end())));
-            Some(scratch.as_slice())
-        }
-        _ => None,
-    };
+    let pieces = st.and_then(|st| st.of(k));
+    let pieces = pieces.filter(|_| skip == SKIP_PLACEHOLDER && !u.tabled);
     let buf = bufs.get(u.part as usize).filter(|b| b.len() >= u.end())?;
     // A MariaDB statement unit its keys frame by its GTID alone and its last event (the GTID is
-    // its BEGIN) is formed as a fast unit is, off its record: its two events are not read.
+    // its BEGIN) is formed as a fast unit is, off its record: its two events are not read (nor
+    // its framing gathered: most of a MIXED binlog's units are such).
     let ends = [
         (u.start(), u.start() + u.gtid_size as usize),
         (u.last(), u.end()),
     ];
-    let f = match u.flags & MARIADB == MARIADB && framing == Some(&ends[..]) {
-        true => skip_forms::recorded_placeholders(u, crc),
-        false => skip_forms::skipped(u, buf, skip, crc, false, framing, None),
+    let f = match pieces {
+        Some(pieces) if u.flags & MARIADB == MARIADB && framed_by(pieces, &ends) => {
+            skip_forms::recorded_placeholders(u, crc)
+        }
+        Some(pieces) => {
+            scratch.clear();
+            let always = pieces.iter().filter(|p| p.key == ALWAYS);
+            scratch.extend(always.map(|p| (p.start(), p.end())));
+            skip_forms::skipped(u, buf, skip, crc, false, Some(scratch.as_slice()), None)
+        }
+        None => skip_forms::skipped(u, buf, skip, crc, false, None, None),
     }?;
     Some((f.bytes, f.events, f.placeholders))
+}
+
+/// Whether a statement unit's pieces every stream keeps (ALWAYS) are `ends`, in order.
+fn framed_by(pieces: &[Piece], ends: &[(usize, usize)]) -> bool {
+    let always = pieces.iter().filter(|p| p.key == ALWAYS);
+    always
+        .map(|p| (p.start(), p.end()))
+        .eq(ends.iter().copied())
 }
 
 #[cfg(test)]

@@ -136,3 +136,64 @@ fn mariadb_statement_units_are_formed_from_their_records_and_pieces() {
     });
     assert_eq!(made.at(list.units.len()), want);
 }
+
+/// Forms are made into the arrays of forms dropped before (`spare`), whatever those held: the
+/// same sums as into new ones; and the arrays kept stay within SPARE_MAX of SPARE_BYTES each.
+#[test]
+fn forms_made_into_spare_arrays_are_the_same_and_spares_stay_bounded() {
+    use crate::skip_forms::test_event;
+    use crate::types::{MARIADB_GTID, XID};
+    let (mut buf, mut units) = (Vec::new(), Vec::new());
+    for body in [1usize, 2, 5] {
+        let start = buf.len();
+        buf.extend(test_event(1, MARIADB_GTID, &[0u8; 19], 9, true));
+        let gtid_size = (buf.len() - start) as u32;
+        for _ in 0..body {
+            buf.extend(test_event(1, 19, &[1u8; 30], 9, true));
+        }
+        let last = buf.len();
+        buf.extend(test_event(1, XID, &[5u8; 8], 9, true));
+        units.push(ListedUnit {
+            start: start as u32,
+            end: buf.len() as u32,
+            last: last as u32,
+            events: body as u32 + 2,
+            flags: F_COMPLETE | F_MARIADB_GTID | F_FAST,
+            gtid_size,
+            tabled: true,
+            ..Default::default()
+        });
+    }
+    let mut list = UnitList::default();
+    list.units = units;
+    let policies = [(SKIP_PLACEHOLDER, true), (SKIP_EMPTY, true)];
+    let first = Forms::make_many(&list, &[&buf], None, &policies);
+    let want: Vec<[u64; 3]> = first.iter().map(|f| f.at(list.units.len())).collect();
+    drop(first);
+    // (spares full of other sums, longer than the list: each made again from its start)
+    for _ in 0..SPARE_MAX + 3 {
+        drop(Forms {
+            skip: SKIP_EMPTY,
+            crc: true,
+            sums: vec![(7, 7, 7); 64],
+            zeros: [Zeros::default(), Zeros::default()],
+        });
+    }
+    drop(Forms {
+        skip: SKIP_EMPTY,
+        crc: true,
+        sums: Vec::with_capacity(SPARE_BYTES / size_of::<Sum>() + 1),
+        zeros: [Zeros::default(), Zeros::default()],
+    });
+    let again = Forms::make_many(&list, &[&buf], None, &policies);
+    for (f, want) in again.iter().zip(&want) {
+        assert_eq!(f.sums.len(), list.units.len() + 1);
+        assert_eq!(f.at(0), [0, 0, 0]);
+        assert_eq!(f.at(list.units.len()), *want);
+    }
+    let kept = SPARE.lock().unwrap_or_else(|e| e.into_inner());
+    assert!(kept.len() <= SPARE_MAX);
+    assert!(kept
+        .iter()
+        .all(|s| s.capacity() * size_of::<Sum>() <= SPARE_BYTES));
+}
