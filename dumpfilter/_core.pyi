@@ -1538,12 +1538,16 @@ class UnitList:
         r"""
         The latest timestamp of the units' events, as their scans read them (0: none).
         """
-    def statement_tables(self, ids: bytes, group_of: bytes, table_of: bytes, n: builtins.int) -> StatementTables:
+    def statement_tables(self, ids: bytes, group_of: bytes, table_of: bytes, n: builtins.int, sums: typing.Optional[bytearray] = None) -> StatementTables:
         r"""
         The statement units' bytes among units[..n] by group of keys, after `statement_units`
         (tally::statement_groups): `ids` each key id's number across lists (a KeyIndex's, u32
         little-endian), `group_of` a group per such number and `table_of` a table per group
-        (both u32 little-endian; past the end, or u32::MAX: none, its units left).
+        (both u32 little-endian; past the end, or u32::MAX: none, its units left). With `sums`
+        (16 bytes a group: its statements' bytes and its envelopes' share, u64 little-endian),
+        the groups' bytes are added into it, and only the groups it had not met, or met without
+        an envelope share, are returned (tally::add_into); ValueError where a group met is past
+        its end.
         """
     def forget_forms(self) -> None:
         r"""

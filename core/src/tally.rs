@@ -264,6 +264,30 @@ pub fn statement_groups(
     (met, t)
 }
 
+/// `met` (`statement_groups`') added into the caller's running sums by group (`sums`: 16 bytes a
+/// group, its statements' bytes and its envelopes' share, u64 little-endian), and kept only where
+/// the caller has something to put in place: a group its sums had not met (its statements' bytes
+/// were 0), or its first envelope share. A chunk's later segments meet the same few hundred
+/// groups; the caller then reads few of them, not every one a segment. Err(group): a group past
+/// the sums' end (none added).
+pub fn add_into(met: &mut Vec<Met>, sums: &mut [u8]) -> Result<(), u32> {
+    if let Some(past) = met
+        .iter()
+        .find(|m| 16 * (m.group as usize) + 16 > sums.len())
+    {
+        return Err(past.group);
+    }
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    met.retain(|m| {
+        let cell = &mut sums[16 * m.group as usize..][..16];
+        let (payload, envelope) = (word(&cell[..8]), word(&cell[8..]));
+        cell[..8].copy_from_slice(&payload.wrapping_add(m.payload).to_le_bytes());
+        cell[8..].copy_from_slice(&envelope.wrapping_add(m.envelope).to_le_bytes());
+        payload == 0 || (envelope == 0 && m.envelope > 0)
+    });
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -420,5 +444,40 @@ pub(crate) mod tests {
             (left.left, left.payload),
             (vec![0], vec![(b_sizes[0] + b_sizes[1]) as u64])
         );
+    }
+
+    /// `add_into` adds each group met into its cell and keeps the groups the sums had not met,
+    /// or met without an envelope share that now has one; a group past the end adds nothing.
+    #[test]
+    fn met_groups_are_added_into_the_sums_and_kept_where_new() {
+        let met = |group, payload, envelope| Met {
+            group,
+            payload,
+            envelope,
+            key: group,
+        };
+        let cell = |sums: &[u8], g: usize| {
+            let w = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap());
+            (
+                w(&sums[16 * g..16 * g + 8]),
+                w(&sums[16 * g + 8..16 * g + 16]),
+            )
+        };
+        let mut sums = vec![0u8; 16 * 4];
+        let mut first = vec![met(2, 10, 0), met(0, 5, 3)];
+        add_into(&mut first, &mut sums).unwrap();
+        assert_eq!(first, vec![met(2, 10, 0), met(0, 5, 3)]); // (both new)
+        let mut second = vec![met(0, 1, 1), met(2, 4, 6), met(3, 7, 0), met(2, 1, 0)];
+        add_into(&mut second, &mut sums).unwrap();
+        // (0 met with a share before: not again; 2's first share; 3 new; 2 again: not)
+        assert_eq!(second, vec![met(2, 4, 6), met(3, 7, 0)]);
+        assert_eq!(cell(&sums, 0), (6, 4));
+        assert_eq!(cell(&sums, 1), (0, 0));
+        assert_eq!(cell(&sums, 2), (15, 6));
+        assert_eq!(cell(&sums, 3), (7, 0));
+        let before = sums.clone();
+        let mut past = vec![met(1, 1, 1), met(4, 1, 1)];
+        assert_eq!(add_into(&mut past, &mut sums), Err(4));
+        assert_eq!(sums, before);
     }
 }

@@ -125,22 +125,35 @@ def _key_group(db: bytes, sql: bytes) -> StatementGroup | None:
 
 
 class KeyedSums:
-    """A chunk's statement units decided by keys, summed by group id (`keyed_tables`): each group's
-    entry in the chunk's statements (put in place as the units first meet it, with its text), and
-    its envelopes' bytes, added to the chunk's tables once (`flush`; their keys put in place as
-    the units first meet them). A buffer's ~320 groups are then found by their ids, not by hashing
-    their keys' nested tuples twice each (a tenth of a DDL-heavy shadow pass's Python)."""
+    """A chunk's statement units decided by keys, summed by group id (`keyed_tables`) by the core
+    into `sums` (16 bytes a group id: its statements' bytes, its envelopes' share): each group's
+    entry in the chunk's statements (put in place as the units first meet it, with its text) and
+    its envelope key in the chunk's tables (as they first meet its share), the sums added to both
+    once (`flush`). The core returns the groups a segment met first; a chunk's later segments,
+    which meet the same ~320 groups, then cost Python a few of them (a tenth of a DDL-heavy shadow
+    pass's Python went to finding every group's entry and adding to it, segment after segment)."""
 
     def __init__(self) -> None:
-        self.by_group: dict[int, list[Any]] = {}  # group id -> [its statements entry, its envelope key, bytes]
+        self.sums = bytearray()
+        self.met: dict[int, tuple[list[Any], EnvelopeKey]] = {}  # group id -> its statements entry, its envelope key
         self.groups: object = None  # the groups the ids number (`_Groups.number`'s; new when it forgets)
 
+    def cover(self, groups: int) -> None:
+        """Room in `sums` for `groups` group ids."""
+        if len(self.sums) < 16 * groups:
+            self.sums += bytes(16 * groups - len(self.sums))
+
     def flush(self, tables: Tables) -> None:
-        """The envelopes summed added to `tables`; none summed after."""
-        for _, share, size in self.by_group.values():
-            if size:
-                tables[share] += size
-        self.by_group.clear()
+        """The sums added to the chunk's statements and tables, and set to 0; none summed after."""
+        if not self.met:
+            return
+        with memoryview(self.sums).cast("Q") as sums:
+            for g, (entry, share) in self.met.items():
+                entry[0] += sums[2 * g]
+                if envelope := sums[2 * g + 1]:
+                    tables[share] += envelope
+                sums[2 * g] = sums[2 * g + 1] = 0
+        self.met.clear()
 
 
 def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], tables: Tables,
@@ -156,21 +169,19 @@ def keyed_tables(units: _core.UnitList, n: int, keys: list[_core.StatementKey], 
     if sums.groups is not groups:  # (the ids numbered again past _Groups.KEPT: the sums by the old ones added)
         sums.flush(tables)
         sums.groups = groups
-    got = units.statement_tables(ids, group_of, table_of, n)
-    by_group = sums.by_group
-    for g, payload, envelope, k in zip(got.groups, got.payloads, got.envelopes, got.keys):
-        found = by_group.get(g)
-        if found is None:
+    sums.cover(len(groups))
+    got = units.statement_tables(ids, group_of, table_of, n, sums.sums)
+    met = sums.met
+    for g, envelope, k in zip(got.groups, got.envelopes, got.keys):
+        found = met.get(g)
+        if found is None:  # (its first unit this chunk)
             group, share = groups[g]
             entry = statements.get(group)
             if entry is None:
                 entry = statements[group] = [0, decode_text(keys[k].sql)]
-            found = by_group[g] = [entry, share, 0]
-        found[0][0] += payload
-        if envelope:
-            if not found[2]:
-                tables.setdefault(found[1], 0)
-            found[2] += envelope
+            found = met[g] = (entry, share)
+        if envelope:  # (its first share this chunk, or with its first unit)
+            tables.setdefault(found[1], 0)
     for key, size in ((FRAMING, got.framing), (OTHER, got.other)):
         if size:
             tables[key] = tables.get(key, 0) + size

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use dumpfilter_stub_attrs::stub;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyByteArray, PyBytes};
 
 use super::results::{records, CountResult, StatementTables, TableBytes};
 use super::sent::{send_result, SendConfig};
@@ -53,7 +54,12 @@ impl PyUnitList {
     /// The statement units' bytes among units[..n] by group of keys, after `statement_units`
     /// (tally::statement_groups): `ids` each key id's number across lists (a KeyIndex's, u32
     /// little-endian), `group_of` a group per such number and `table_of` a table per group
-    /// (both u32 little-endian; past the end, or u32::MAX: none, its units left).
+    /// (both u32 little-endian; past the end, or u32::MAX: none, its units left). With `sums`
+    /// (16 bytes a group: its statements' bytes and its envelopes' share, u64 little-endian),
+    /// the groups' bytes are added into it, and only the groups it had not met, or met without
+    /// an envelope share, are returned (tally::add_into); ValueError where a group met is past
+    /// its end.
+    #[pyo3(signature = (ids, group_of, table_of, n, sums = None))]
     fn statement_tables(
         &self,
         py: Python<'_>,
@@ -61,6 +67,7 @@ impl PyUnitList {
         group_of: &[u8],
         table_of: &[u8],
         n: usize,
+        sums: Option<&Bound<'_, PyByteArray>>,
     ) -> PyResult<StatementTables> {
         let (empty, list) = (StmtUnits::default(), &self.list);
         let st = self.stmts.get().unwrap_or(&empty);
@@ -73,8 +80,13 @@ impl PyUnitList {
         let group_of: Vec<u32> = (words(ids).iter())
             .map(|&i| *by_number.get(i as usize).unwrap_or(&u32::MAX))
             .collect();
-        let (met, t) =
+        let (mut met, t) =
             py.detach(|| crate::tally::statement_groups(list, st, &group_of, &table_of, n));
+        if let Some(sums) = sums {
+            // SAFETY: no Python code runs while the bytearray's buffer is borrowed here.
+            crate::tally::add_into(&mut met, unsafe { sums.as_bytes_mut() })
+                .map_err(|g| PyValueError::new_err(format!("sums: group {g} is past their end")))?;
+        }
         Ok(StatementTables {
             groups: met.iter().map(|m| m.group).collect(),
             payloads: met.iter().map(|m| m.payload).collect(),
