@@ -1,42 +1,43 @@
 use super::*;
 
+/// A list of complete fast MariaDB units, one of each body's length (a GTID, Rows-like events, an
+/// XID), and their bytes.
+fn fast_units(bodies: &[usize], crc: bool) -> (Vec<u8>, UnitList) {
+    use crate::skip_forms::test_event;
+    use crate::types::{MARIADB_GTID, XID};
+    let (mut buf, mut units) = (Vec::new(), Vec::new());
+    for &body in bodies {
+        let start = buf.len();
+        buf.extend(test_event(1, MARIADB_GTID, &[0u8; 19], 9, crc));
+        let gtid_size = (buf.len() - start) as u32;
+        for k in 0..body {
+            let kind = if k % 2 == 0 { 19 } else { 30 };
+            buf.extend(test_event(1, kind, &[1u8; 30], 9, crc));
+        }
+        let last = buf.len();
+        buf.extend(test_event(1, XID, &[5u8; 8], 9, crc));
+        units.push(ListedUnit {
+            start: start as u32,
+            end: buf.len() as u32,
+            last: last as u32,
+            events: body as u32 + 2,
+            flags: F_COMPLETE | F_MARIADB_GTID | F_FAST,
+            gtid_size,
+            tabled: true,
+            ..Default::default()
+        });
+    }
+    let mut list = UnitList::default();
+    list.units = units;
+    (buf, list)
+}
+
 /// A complete fast MariaDB unit's forms are made from its record (`recorded`), as `skipped` makes
 /// them from its bytes: the count reads no byte of it, here none readable.
 #[test]
 fn fast_mariadb_units_are_formed_from_their_records_alone() {
-    use crate::skip_forms::test_event;
-    use crate::types::{MARIADB_GTID, XID};
     for crc in [false, true] {
-        let (mut buf, mut units) = (Vec::new(), Vec::new());
-        for body in [1usize, 3, 6] {
-            let start = buf.len();
-            buf.extend(test_event(1, MARIADB_GTID, &[0u8; 19], 9, crc));
-            let gtid_size = (buf.len() - start) as u32;
-            for k in 0..body {
-                buf.extend(test_event(
-                    1,
-                    if k % 2 == 0 { 19 } else { 30 },
-                    &[1u8; 30],
-                    9,
-                    crc,
-                ));
-            }
-            let last = buf.len();
-            buf.extend(test_event(1, XID, &[5u8; 8], 9, crc));
-            let flags = F_COMPLETE | F_MARIADB_GTID | F_FAST;
-            units.push(ListedUnit {
-                start: start as u32,
-                end: buf.len() as u32,
-                last: last as u32,
-                events: body as u32 + 2,
-                flags,
-                gtid_size,
-                tabled: true,
-                ..Default::default()
-            });
-        }
-        let mut list = UnitList::default();
-        list.units = units;
+        let (buf, list) = fast_units(&[1, 3, 6], crc);
         let policies = [(SKIP_PLACEHOLDER, crc), (SKIP_EMPTY, crc)];
         let unread = vec![0u8; buf.len()];
         let made = policies.map(|p| Forms::make_many(&list, &[&unread], None, &[p]).remove(0));
@@ -141,31 +142,7 @@ fn mariadb_statement_units_are_formed_from_their_records_and_pieces() {
 /// same sums as into new ones; and the arrays kept stay within SPARE_MAX of SPARE_BYTES each.
 #[test]
 fn forms_made_into_spare_arrays_are_the_same_and_spares_stay_bounded() {
-    use crate::skip_forms::test_event;
-    use crate::types::{MARIADB_GTID, XID};
-    let (mut buf, mut units) = (Vec::new(), Vec::new());
-    for body in [1usize, 2, 5] {
-        let start = buf.len();
-        buf.extend(test_event(1, MARIADB_GTID, &[0u8; 19], 9, true));
-        let gtid_size = (buf.len() - start) as u32;
-        for _ in 0..body {
-            buf.extend(test_event(1, 19, &[1u8; 30], 9, true));
-        }
-        let last = buf.len();
-        buf.extend(test_event(1, XID, &[5u8; 8], 9, true));
-        units.push(ListedUnit {
-            start: start as u32,
-            end: buf.len() as u32,
-            last: last as u32,
-            events: body as u32 + 2,
-            flags: F_COMPLETE | F_MARIADB_GTID | F_FAST,
-            gtid_size,
-            tabled: true,
-            ..Default::default()
-        });
-    }
-    let mut list = UnitList::default();
-    list.units = units;
+    let (buf, list) = fast_units(&[1, 2, 5], true);
     let policies = [(SKIP_PLACEHOLDER, true), (SKIP_EMPTY, true)];
     let first = Forms::make_many(&list, &[&buf], None, &policies);
     let want: Vec<[u64; 3]> = first.iter().map(|f| f.at(list.units.len())).collect();
