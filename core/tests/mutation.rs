@@ -9,6 +9,8 @@ use std::panic;
 use std::path::Path;
 
 use _core::assemble::{assemble, Options};
+use _core::count_forms::Forms;
+use _core::count_walk::{count_many, Job};
 use _core::hops::statements;
 use _core::payload::{mariadb_uncompress, payload_bytes};
 use _core::scan::Scanner;
@@ -597,6 +599,71 @@ fn check(data: &[u8], rng: &mut Rng, iteration: usize) {
         (counted.read_bytes, counted.read_events),
         (pieces.read_bytes, pieces.read_events)
     );
+    // The count walk (shadow candidates, `experiment`: runs taken whole, skipped units' forms made
+    // once per policy) counts what the send walk counts unit by unit, whatever the bytes.
+    if (1..=3).contains(&sopt.skip) {
+        let one = SendOptions {
+            batch_bytes: 0,
+            limit: u64::MAX,
+            runs: false,
+            stretches: false,
+            count_only: true,
+            ..sopt
+        };
+        let by_units = walk(&plan, &bufs, &row, &keep, sent_from, &one);
+        let crc = one.heartbeat_crc;
+        let made = Forms::make_many(&plan, &bufs, Some(&st), &[(2, crc), (3, crc)]);
+        let forms: Vec<&Forms> = made.iter().collect();
+        let job = Job {
+            row: &row,
+            keep: &keep,
+            stmt_keep: Some(&skeep),
+            skip: one.skip,
+            partial_ok: one.partial_ok,
+            crc,
+            owed: one.pending.map_or(0, <[u8]>::len),
+        };
+        let got = count_many(&plan, &bufs, Some(&st), &[job], (&[sent_from], 0), &forms);
+        let by_runs = &got[0].sent;
+        assert_eq!(
+            (by_runs.next, by_runs.pending, by_runs.pending_done),
+            (by_units.next, by_units.pending, by_units.pending_done),
+            "iteration {iteration}: the count walk stops elsewhere"
+        );
+        assert_eq!(
+            [
+                by_runs.kept,
+                by_runs.partial,
+                by_runs.skipped,
+                by_runs.sent_bytes,
+                by_runs.sent_events,
+                by_runs.read_bytes,
+                by_runs.read_events,
+                by_runs.heartbeats,
+                by_runs.heartbeat_bytes,
+                by_runs.skip_units,
+                by_runs.skip_events,
+                by_runs.skip_bytes,
+                by_runs.placeholders
+            ],
+            [
+                by_units.kept,
+                by_units.partial,
+                by_units.skipped,
+                by_units.sent_bytes,
+                by_units.sent_events,
+                by_units.read_bytes,
+                by_units.read_events,
+                by_units.heartbeats,
+                by_units.heartbeat_bytes,
+                by_units.skip_units,
+                by_units.skip_events,
+                by_units.skip_bytes,
+                by_units.placeholders
+            ],
+            "iteration {iteration}: the count walk counts otherwise"
+        );
+    }
     // The statements a scan thread reads ahead are those the list reads when asked.
     let sbuf = &data[..out.stop.max(start)];
     for (k, read) in _core::unit_list::part_statements(sbuf, &out.units) {
