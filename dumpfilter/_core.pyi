@@ -55,10 +55,14 @@ __all__ = [
     "KeyNumbers",
     "KeyUse",
     "KeysUsed",
+    "LONE_DEFER",
+    "LONE_REPLAY",
+    "LONE_RESOLVED",
     "LoneClasses",
     "LoneGroup",
     "LoneQueries",
     "LoneQuery",
+    "LoneSums",
     "LoneText",
     "MysqlGtids",
     "ObjectTarget",
@@ -73,6 +77,7 @@ __all__ = [
     "Renumbered",
     "ReplicaFrames",
     "RouteOutput",
+    "SHARES_UNKNOWN",
     "SKIP_EMPTY",
     "SKIP_HEARTBEAT",
     "SKIP_PLACEHOLDER",
@@ -167,10 +172,14 @@ KIND_INSERT_SELECT: typing.Final[builtins.int]
 KIND_REPLACE: typing.Final[builtins.int]
 KIND_REPLACE_SELECT: typing.Final[builtins.int]
 KIND_UPDATE: typing.Final[builtins.int]
+LONE_DEFER: typing.Final[builtins.int]
+LONE_REPLAY: typing.Final[builtins.int]
+LONE_RESOLVED: typing.Final[builtins.int]
 ROW_KEEP: typing.Final[builtins.int]
 ROW_PARTIAL: typing.Final[builtins.int]
 ROW_SKIP: typing.Final[builtins.int]
 ROW_SLOW: typing.Final[builtins.int]
+SHARES_UNKNOWN: typing.Final[builtins.int]
 SKIP_EMPTY: typing.Final[builtins.int]
 SKIP_HEARTBEAT: typing.Final[builtins.int]
 SKIP_PLACEHOLDER: typing.Final[builtins.int]
@@ -533,7 +542,19 @@ class LoneQueries:
     @property
     def others(self) -> builtins.list[LoneQuery]:
         r"""
-        LoneQuery per other unit (or per unit), in order.
+        LoneQuery per other unit (or per unit), in order: with `resolved`, those of a number
+        not answered, or without one.
+        """
+    @property
+    def replays(self) -> bytes:
+        r"""
+        With `resolved`: the units of an answered number that replays (REPLAY or DEFER), in
+        order, each as its index and its number (u32 little-endian each).
+        """
+    @property
+    def texts(self) -> builtins.list[typing.Optional[builtins.str]]:
+        r"""
+        The text of each of those, in order, where its number is DEFER's (else None).
         """
 
 @typing.final
@@ -563,8 +584,23 @@ class LoneQuery:
     @property
     def class_id(self) -> builtins.int:
         r"""
-        Its class's number (`lone_queries`' `classes`), -1: declined, or not asked.
+        Its number (`lone_queries`' `classes`): its class's, or its text's where its class is
+        declined; -1: not numbered, or not asked.
         """
+
+@typing.final
+class LoneSums:
+    r"""
+    `UnitList.lone_sums`: the units left to Python (see lone_sums::lone_sums), in order,
+    whether each one's bytes were summed (its key met first this chunk), and each one's
+    LoneQuery where it is a lone unit (its class_id -1), else None.
+    """
+    @property
+    def units(self) -> builtins.list[builtins.int]: ...
+    @property
+    def summed(self) -> builtins.list[builtins.bool]: ...
+    @property
+    def queries(self) -> builtins.list[typing.Optional[LoneQuery]]: ...
 
 @typing.final
 class LoneText:
@@ -1477,7 +1513,7 @@ class UnitList:
         r"""
         The indexes of the units from `start` on with any flag of `mask`.
         """
-    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ..., classes: typing.Optional[LoneClasses] = None) -> LoneQueries:
+    def lone_queries(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], every: builtins.bool = ..., classes: typing.Optional[LoneClasses] = None, resolved: bytes | None = None, class_of: typing.Optional[bytearray] = None, key_of: typing.Optional[bytearray] = None) -> LoneQueries:
         r"""
         The units that are a complete GTID and one plain QUERY event (see
         unit_list::UnitList::lone_query), in order: what the master's statement flag words answer, read
@@ -1489,8 +1525,21 @@ class UnitList:
         gives per part (its format's QUERY post-header length, its checksum length, the first unit
         the format is in force for): the part's units before that one (an FDE inside the part
         changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
-        surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery's class
-        numbered there (`class_id`; -1 where declined or not asked).
+        surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery's number
+        there (`class_id`: its class's, or its text's where its class is declined; -1 where not
+        numbered or not asked). `resolved` (with `classes`, `class_of` and `key_of`: see
+        lone_class::resolved_at): a unit with a GTID of a number answered there, plain or not
+        (not one Python must tell), has its code and key written into `class_of` and `key_of` (a
+        u32 a unit) and no LoneQuery; those that replay are listed in `replays` (a DEFER number's
+        with their texts in `texts`). ValueError where `class_of` or `key_of` is short.
+        """
+    def lone_sums(self, formats: typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]], left: typing.Sequence[builtins.int], key_of: bytes, shares: bytes, sums: bytearray, met: bytearray) -> LoneSums:
+        r"""
+        The bytes of the lone units among `left` summed by key (see lone_sums::lone_sums): `key_of`
+        each unit's key (as `lone_queries` writes it), `shares` each key's tables (u32 LE; 0:
+        none, 0xFFFFFFFF: not known), `sums` 24 bytes a key, `met` a byte a key; `formats` as
+        `lone_queries` takes them. Returns the units left to Python; ValueError where a key is
+        past `sums` or `met`.
         """
     def rows_many(self, keeps: list[bytes], stmt_keeps: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, gated: typing.Optional[typing.Sequence[typing.Optional[typing.Sequence[builtins.int]]]] = None, formats: typing.Optional[typing.Sequence[tuple[builtins.int, builtins.int, builtins.int]]] = None) -> list[bytes]:
         r"""

@@ -17,6 +17,7 @@ pub mod hops;
 pub mod keep;
 pub mod le;
 pub mod lone_class;
+pub mod lone_sums;
 pub mod payload;
 pub mod relay;
 pub mod rename_db;

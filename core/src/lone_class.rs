@@ -2,9 +2,13 @@
 //! statement unit's kind and the tables it updates under its default database, numbered by value
 //! across segments. A DDL-heavy binlog's texts are each met once (`ALTER TABLE scratch_3_5 ADD
 //! COLUMN c17 INT`, then `... c18 ...`) where their classes repeat: numbered here as the core reads
-//! them, Python meets each class once, not each text (8,400 of the DDL-heavy pass's 16,870).
+//! them, Python meets each class once, not each text (8,400 of the DDL-heavy pass's 16,870). A text
+//! whose class Python reads from its whole parse (a CREATE or DROP TABLE, which the schema model
+//! replays by its parse) is numbered by its text, in the same numbers: its CREATE and DROP TABLE
+//! repeat. Python answers each number once (`resolved`: the caller's key, its code, how its units
+//! replay), and the units of an answered number are answered here (`LoneQueries`' fast way).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
 use crate::facts::{self, lex::QName};
@@ -20,18 +24,21 @@ pub struct Class {
 
 type Hasher = BuildHasherDefault<KeyHasher>;
 
-/// Classes numbered from 0 in the order first met. A text whose class is not the core's to say
-/// (no facts, CTEs, renames, tables only read, or a kind in `declined`: those Python reads the
-/// whole parse of) is remembered as declined, by text, so that a DDL workload's repeated CREATE
-/// and DROP TABLE are read once. Both stay bounded: past CLASSES_MAX classes a new one is
-/// declined (the caller's keys are full by then too), and the declined texts are forgotten past
-/// DECLINED_MAX of them or DECLINED_BYTES of text.
+/// Classes and declined texts numbered from 0 in the order first met, in one sequence. A text
+/// whose class is not the core's to say (no facts, CTEs, renames, tables only read, or a kind in
+/// `declined`: those Python reads the whole parse of) is numbered by its text (and default
+/// database), so that a DDL workload's repeated CREATE and DROP TABLE are read once. Both stay
+/// bounded: past CLASSES_MAX classes a new one is not numbered (the caller's keys are full by
+/// then too), nor a new text past DECLINED_MAX texts or DECLINED_BYTES of them (Python then reads
+/// it by its text, as it reads any unit without a number).
 #[derive(Debug, Default)]
 pub struct LoneClasses {
     declined_kinds: Vec<String>,
     ids: HashMap<Vec<u8>, u32, Hasher>,
-    classes: Vec<Class>,
-    declined: HashSet<Vec<u8>, Hasher>,
+    /// By number: its class, or None for a declined text's number.
+    numbered: Vec<Option<Class>>,
+    classes: usize,
+    declined: HashMap<Vec<u8>, u32, Hasher>,
     declined_bytes: usize,
 }
 
@@ -39,10 +46,31 @@ pub const CLASSES_MAX: usize = 1 << 16;
 pub const DECLINED_MAX: usize = 1 << 16;
 pub const DECLINED_BYTES: usize = 4 << 20;
 
+/// `resolved` (`LoneQueries` of `UnitList.lone_queries`): three u32 (little-endian) a number, the
+/// caller's key of its units, the code their class is written with, and these flags.
+/// LONE_RESOLVED: the number is answered (else its units go to Python, as LoneQuery records);
+/// LONE_REPLAY: its units are replayed by their number (its text is the number's: a declined text);
+/// LONE_DEFER: each of its units is replayed with its own text (an ALTER TABLE of a class).
+pub const LONE_RESOLVED: u32 = 1;
+pub const LONE_REPLAY: u32 = 2;
+pub const LONE_DEFER: u32 = 4;
+
 /// `bytes` appended to `key` after its length (keys of parts that cannot run into each other).
 fn put(key: &mut Vec<u8>, bytes: &[u8]) {
     key.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
     key.extend_from_slice(bytes);
+}
+
+/// Number `n`'s entry of `resolved` (key, code, flags), or None: not answered (past its end, or
+/// without LONE_RESOLVED).
+pub fn resolved_at(resolved: &[u8], n: u32) -> Option<(u32, u32, u32)> {
+    let at = 12 * n as usize;
+    let word = |k: usize| {
+        let w = resolved.get(at + 4 * k..at + 4 * k + 4)?;
+        Some(u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+    };
+    let (key, code, flags) = (word(0)?, word(1)?, word(2)?);
+    (flags & LONE_RESOLVED != 0).then_some((key, code, flags))
 }
 
 impl LoneClasses {
@@ -53,19 +81,19 @@ impl LoneClasses {
         }
     }
 
-    /// The class number of statement `sql` under default database `db`, or None: declined.
+    /// The number of statement `sql` under default database `db`: its class's, or its text's
+    /// where its class is declined; None where neither is numbered (past the bounds).
     pub fn class_of(&mut self, db: &[u8], sql: &[u8]) -> Option<u32> {
         let mut text = Vec::with_capacity(4 + db.len() + sql.len());
         put(&mut text, db);
         text.extend_from_slice(sql);
-        if self.declined.contains(&text) {
-            return None;
+        if let Some(&n) = self.declined.get(&text) {
+            return Some(n);
         }
         let found =
             facts::class(sql).filter(|(kind, _)| !self.declined_kinds.iter().any(|d| d == kind));
         let Some((kind, updated)) = found else {
-            self.decline(text);
-            return None;
+            return self.decline(text);
         };
         let tables: Vec<(Vec<u8>, Vec<u8>)> = updated
             .into_iter()
@@ -81,37 +109,40 @@ impl LoneClasses {
         if let Some(&id) = self.ids.get(&key) {
             return Some(id);
         }
-        if self.classes.len() >= CLASSES_MAX {
+        if self.classes >= CLASSES_MAX {
             return None;
         }
-        let id = self.classes.len() as u32;
+        let id = self.numbered.len() as u32;
         self.ids.insert(key, id);
-        self.classes.push(Class { kind, tables });
+        self.numbered.push(Some(Class { kind, tables }));
+        self.classes += 1;
         Some(id)
     }
 
-    fn decline(&mut self, text: Vec<u8>) {
+    fn decline(&mut self, text: Vec<u8>) -> Option<u32> {
         if self.declined.len() >= DECLINED_MAX || self.declined_bytes + text.len() > DECLINED_BYTES
         {
-            self.declined.clear();
-            self.declined_bytes = 0;
+            return None;
         }
+        let id = self.numbered.len() as u32;
         self.declined_bytes += text.len();
-        self.declined.insert(text);
+        self.declined.insert(text, id);
+        self.numbered.push(None);
+        Some(id)
     }
 
-    /// Class `id`, numbered before.
+    /// Class `id`, numbered before; None for a declined text's number.
     pub fn get(&self, id: u32) -> Option<&Class> {
-        self.classes.get(id as usize)
+        self.numbered.get(id as usize)?.as_ref()
     }
 
-    /// The classes numbered so far.
+    /// The numbers given so far (classes and declined texts).
     pub fn len(&self) -> usize {
-        self.classes.len()
+        self.numbered.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.classes.is_empty()
+        self.numbered.is_empty()
     }
 }
 
@@ -159,25 +190,68 @@ mod tests {
     }
 
     #[test]
-    fn a_declined_kind_or_no_facts_is_declined_and_remembered() {
+    fn a_declined_text_is_numbered_by_its_text_in_the_same_numbers() {
         let mut c = classes();
+        let alter = c.class_of(b"db1", b"ALTER TABLE t ADD COLUMN c INT");
         let create = b"CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY)";
-        assert_eq!(c.class_of(b"db1", create), None);
-        assert_eq!(c.class_of(b"db1", create), None);
-        assert_eq!(c.declined.len(), 1);
-        assert_eq!(c.class_of(b"db1", b"no statement at all ("), None);
-        assert!(c.is_empty());
+        let n = c.class_of(b"db1", create);
+        assert_eq!(alter, Some(0));
+        assert_eq!(n, Some(1));
+        assert_eq!(c.class_of(b"db1", create), n); // (met again: the same number, not read again)
+        assert_eq!(c.get(1), None); // (no class of the core's: Python reads its parse)
+        assert!(c.get(0).is_some());
+        // (another default database, or another text: another number)
+        assert_eq!(c.class_of(b"db2", create), Some(2));
+        assert_eq!(c.class_of(b"db1", b"no statement at all ("), Some(3));
+        assert_eq!(c.class_of(b"db1", b"no statement at all ("), Some(3));
+        assert_eq!(c.len(), 4);
+        assert_eq!(c.classes, 1);
     }
 
     #[test]
-    fn declined_texts_stay_bounded() {
+    fn declined_texts_stay_bounded_and_those_past_the_bound_are_not_numbered() {
         let mut c = classes();
         for k in 0..DECLINED_MAX + 10 {
             let sql = format!("DROP TABLE IF EXISTS t{k}");
-            assert_eq!(c.class_of(b"db", sql.as_bytes()), None);
+            let got = c.class_of(b"db", sql.as_bytes());
+            assert_eq!(got.is_some(), k < DECLINED_MAX, "{k}");
         }
-        assert!(c.declined.len() <= DECLINED_MAX);
+        assert_eq!(c.declined.len(), DECLINED_MAX);
         assert!(c.declined_bytes <= DECLINED_BYTES);
+        // (those numbered keep their numbers; classes are still numbered)
+        assert_eq!(c.class_of(b"db", b"DROP TABLE IF EXISTS t7"), Some(7));
+        assert!(c
+            .class_of(b"db", b"ALTER TABLE t ADD COLUMN c INT")
+            .is_some());
+        let mut big = classes();
+        let long = format!(
+            "DROP TABLE IF EXISTS t /* {} */",
+            "x".repeat(DECLINED_BYTES)
+        );
+        assert_eq!(big.class_of(b"db", long.as_bytes()), None);
+        assert!(big.is_empty());
+    }
+
+    #[test]
+    fn a_resolved_entry_is_read_only_with_its_flag() {
+        let mut resolved = Vec::new();
+        for (key, code, flags) in [
+            (7u32, 3u32, LONE_RESOLVED | LONE_REPLAY),
+            (9, 4, 0),
+            (2, 1, LONE_RESOLVED),
+        ] {
+            for w in [key, code, flags] {
+                resolved.extend_from_slice(&w.to_le_bytes());
+            }
+        }
+        assert_eq!(
+            resolved_at(&resolved, 0),
+            Some((7, 3, LONE_RESOLVED | LONE_REPLAY))
+        );
+        assert_eq!(resolved_at(&resolved, 1), None);
+        assert_eq!(resolved_at(&resolved, 2), Some((2, 1, LONE_RESOLVED)));
+        assert_eq!(resolved_at(&resolved, 3), None);
+        assert_eq!(resolved_at(&resolved[..30], 2), None);
     }
 
     #[test]

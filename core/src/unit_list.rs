@@ -52,6 +52,13 @@ impl ListedUnit {
     pub fn last(&self) -> usize {
         self.last as usize
     }
+
+    /// Whether its record allows a GTID and one QUERY event (`UnitList::lone_query` reads the
+    /// rest): complete, not fast, not control, two events at most.
+    #[inline]
+    pub fn may_be_lone(&self) -> bool {
+        self.flags & (F_FAST | F_COMPLETE) == F_COMPLETE && self.kind != CONTROL && self.events <= 2
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -430,7 +437,7 @@ impl UnitList {
     ) -> Option<(Range<usize>, Range<usize>)> {
         let u = self.units.get(k)?;
         // (the record first: a statement unit's bytes, a cache miss each, are not read)
-        if u.flags & F_FAST != 0 || u.flags & F_COMPLETE == 0 || u.kind == CONTROL || u.events > 2 {
+        if !u.may_be_lone() {
             return None;
         }
         let raw = buf.get(u.start()..u.end())?;

@@ -56,7 +56,8 @@ from dumpfilter import skip_policy
 from dumpfilter.errors import CutEventError
 from dumpfilter.spark_jobs.tasks.chunks import Chunk, chunk_buffers
 from dumpfilter.spark_jobs.tasks.count_walks import CountWalk, GroupAnswers, answer_all, made_rows
-from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, RuleGroup
+from dumpfilter.spark_jobs.tasks.lone_units import LoneUnits
+from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
 from dumpfilter.spark_jobs.tasks.counts import ChunkCounts, SlaveCounts
 from dumpfilter.spark_jobs.tasks.statement_tables import (FRAMING, Buffer, KeyedSums, TableName, _unit_tables,
                                                           envelope_key, keyed_tables)

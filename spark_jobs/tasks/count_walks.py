@@ -7,7 +7,7 @@ adds what each did to the slave's counts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 from dumpfilter import _core
@@ -15,13 +15,13 @@ from dumpfilter.codec import Transaction
 from dumpfilter.codec.scanner import ROW_PARTIAL, ROW_SLOW
 from dumpfilter.rules.keep_table import KeyRows
 from dumpfilter.rules.walk_driver import Unaccounted
-from dumpfilter.rules.schema import SchemaModel, is_schema_statement
-from dumpfilter.rules.statement_info import StatementInfo, TableRef
+from dumpfilter.rules.schema import is_schema_statement
 from dumpfilter.spark_jobs.tasks.statement_tables import TableName
 
 if TYPE_CHECKING:
     from dumpfilter.spark_jobs.tasks.bandwidth import _SlaveCounter
-    from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits, Replay, RuleGroup
+    from dumpfilter.spark_jobs.tasks.lone_units import LoneUnits
+    from dumpfilter.spark_jobs.tasks.rule_groups import RuleGroup
 
 
 Made = dict[tuple[bytes, bytes | None, bool], bytes]  # answers per unit by (keep bytes, statement keep bytes, guard)
@@ -93,7 +93,7 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
     replays = lone.replays if schemas else {}
     if not left:  # (most buffers: no unit left to decide, the lone units' replays alone, in order)
         for schema in schemas:
-            _replay(schema, replays.values())
+            schema.replay(replays.values())
         for a in answers:
             a.done()
         return
@@ -104,24 +104,13 @@ def answer_all(answers: list[GroupAnswers], rows: Made, at: int, txn: Callable[[
             a.group.decide(cast(bytearray, a.out), k, cast(Transaction, unit))
         for schema in schemas:
             if replay is not None:
-                _replay(schema, (replay,))
+                schema.replay((replay,))
                 continue
             for e in cast(Transaction, unit).events:
                 if e.is_query and (sql := e.sql) and is_schema_statement(sql):
                     schema.observe(sql, e.db)
     for a in answers:
         a.done()
-
-
-def _replay(schema: SchemaModel, replays: Iterable[tuple[str, str | None, Replay]]) -> None:
-    """Lone units' statements replayed into `schema` in order (`LoneUnits.replays`): by their
-    parse, or an ALTER TABLE that renames nothing deferred by its table (`SchemaModel.defer`)."""
-    observe, defer = schema.observe, schema.defer
-    for text, db, how in replays:
-        if isinstance(how, StatementInfo):
-            observe(text, db, how)
-        else:
-            defer(text, db, cast(TableRef, how))
 
 
 class CountWalk:

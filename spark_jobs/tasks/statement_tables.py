@@ -248,7 +248,7 @@ def statement_group(db: str, kind: Kind, tables: tuple[TableRef, ...], sql: str,
 
 def lone_tables(group: StatementGroup, sql: str, sums: list[int], tables: Tables, statements: Statements) -> None:
     """`_unit_tables` of a chunk's units of a GTID and one statement `sql` of `group`, which updates
-    tables (`rule_groups.LoneUnits.tally`): their `sums` (the statements' bytes, each table's share
+    tables (`lone_units.LoneUnits.tally`): their `sums` (the statements' bytes, each table's share
     of the envelopes and what the divisions left the first, as `share_envelope` splits each) added."""
     statements.setdefault(group, [0, sql])[0] += sums[0]
     for k, table in enumerate(group[2]):

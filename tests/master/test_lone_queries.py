@@ -19,7 +19,7 @@ from dumpfilter.codec import EventType
 from dumpfilter.codec import encode as enc
 from dumpfilter.master.read.segments import SegmentCache
 from dumpfilter.rules.statements import plain_statement
-from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits
+from dumpfilter.spark_jobs.tasks.lone_units import LoneUnits
 from dumpfilter.workload.generator import FLAVORS, WorkloadSpec, generate
 from tests.codec.test_properties import binlogs, written
 
@@ -75,6 +75,7 @@ def check_directory(directory: Path, name: str, segment_bytes: int) -> int:
         every = seg.index.unit_list.lone_queries(seg.index.formats(), every=True, classes=classes).others
         assert [(q.unit, q.db, q.sql) for q in every] == [(k, *got[k]) for k in sorted(got)]
         _check_classes(every, classes)
+        _check_answered(seg.index, every, classes)
         for q in every:
             unit = seg.units[q.unit]
             sizes = [e.size for e in unit.txn.events]  # (a GTID and the Query, or the Query alone)
@@ -98,21 +99,58 @@ DECLINED = LoneUnits.DECLINED  # (the kinds a count's classes leave to Python's 
 
 
 def _check_classes(queries: list[_core.LoneQuery], classes: _core.LoneClasses) -> None:
-    """Each query's class (`LoneQuery.class_id`) is what `statement_class` reads of its text under its
-    default database, its kind not one declined; a declined one (-1) is a text `statement_class`
-    declines, or of a declined kind; texts of one class (the same kind and tables) share its number."""
-    seen: dict[tuple[str, tuple[str, ...], tuple[str, ...], str], int] = {}
+    """Each query's number (`LoneQuery.class_id`) is its class's, what `statement_class` reads of its
+    text under its default database, its kind not one declined; or its text's, where
+    `statement_class` declines the text or its kind is declined (no class: `classes.get` None).
+    Texts of one class (the same kind and tables) share its number, a text and default database
+    theirs, and no two share one otherwise."""
+    seen: dict[tuple[str, ...] | tuple[str, tuple[str, ...], tuple[str, ...], str], int] = {}
     for q in queries:
         read = _core.statement_class(q.sql.encode("utf-8", "surrogateescape"), q.db)
-        if q.class_id < 0:
-            assert read is None or read.kind in {kind.value for kind in DECLINED}, (q.unit, q.sql)
-            continue
+        assert q.class_id >= 0, (q.unit, q.sql)  # (numbers within their bounds: a few per segment)
         got = classes.get(q.class_id)
-        assert read is not None and got is not None, (q.unit, q.sql)
-        assert (got.kind, got.dbs, got.names) == (read.kind, read.dbs, read.names), (q.unit, q.sql)
-        key = (read.kind, tuple(read.dbs), tuple(read.names), q.db)
+        if got is None:
+            assert read is None or read.kind in {kind.value for kind in DECLINED}, (q.unit, q.sql)
+            key: tuple[str, ...] | tuple[str, tuple[str, ...], tuple[str, ...], str] = ("text", q.db, q.sql)
+        else:
+            assert read is not None and read.kind not in {kind.value for kind in DECLINED}, (q.unit, q.sql)
+            assert (got.kind, got.dbs, got.names) == (read.kind, read.dbs, read.names), (q.unit, q.sql)
+            key = (read.kind, tuple(read.dbs), tuple(read.names), q.db)
         assert seen.setdefault(key, q.class_id) == q.class_id, (q.unit, q.sql)
     assert len(set(seen.values())) == len(seen)
+
+
+def _check_answered(index, every: list[_core.LoneQuery], classes: _core.LoneClasses) -> None:
+    """The segment read again with every number answered (`resolved`, each number's key, code and
+    replay made up from it): a unit with a GTID of an answered number, whose plainness the core
+    tells, gets its code and key written (`class_of`, `key_of`) and no LoneQuery, and is listed in
+    `replays` where its number replays (its text beside it in `texts` where its number defers); every
+    other unit is a LoneQuery as before, and a number left unanswered keeps its units there."""
+    units = index.unit_list
+    numbers = sorted({q.class_id for q in every if q.class_id >= 0})
+    skip = set(numbers[1::5])  # (some left unanswered)
+    flags = [_core.LONE_RESOLVED, _core.LONE_RESOLVED | _core.LONE_REPLAY, _core.LONE_RESOLVED | _core.LONE_DEFER]
+    resolved = bytearray(12 * (max(numbers, default=0) + 1))
+    for n in numbers:
+        if n not in skip:
+            resolved[12 * n:12 * n + 12] = b"".join(
+                v.to_bytes(4, "little") for v in (1000 + n, 2000 + n, flags[n % 3]))
+    class_of, key_of = bytearray(b"\xff" * (4 * len(units))), bytearray(b"\xff" * (4 * len(units)))
+    got = units.lone_queries(index.formats(), every=True, classes=classes, resolved=bytes(resolved),
+                             class_of=class_of, key_of=key_of)
+    fast = [q for q in every if q.class_id >= 0 and q.class_id not in skip and q.gtid_size and q.plain is not None]
+    assert [q.unit for q in got.others] == [q.unit for q in every if q not in fast]
+    codes, keys = memoryview(class_of).cast("I"), memoryview(key_of).cast("I")
+    answered = {q.unit for q in fast}
+    for k in range(len(units)):
+        n = next((q.class_id for q in fast if q.unit == k), None)
+        assert (codes[k], keys[k]) == ((0xFFFFFFFF, 0xFFFFFFFF) if k not in answered else (2000 + n, 1000 + n)), k
+    replayed = [q for q in fast if q.class_id % 3]
+    assert memoryview(got.replays).cast("I").tolist() == [v for q in replayed for v in (q.unit, q.class_id)]
+    assert got.texts == [q.sql if q.class_id % 3 == 2 else None for q in replayed]
+    with pytest.raises(ValueError, match="class_of and key_of"):
+        units.lone_queries(index.formats(), every=True, classes=classes, resolved=bytes(resolved),
+                           class_of=bytearray(), key_of=key_of)
 
 
 @pytest.mark.fixtures

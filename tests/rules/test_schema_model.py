@@ -7,7 +7,7 @@ import json
 import subprocess
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dumpfilter import _core
@@ -15,6 +15,8 @@ from dumpfilter.cli.app import main
 from dumpfilter.rules.evaluate import RuleEngine
 from dumpfilter.rules.ruleset import RuleSet, Settings
 from dumpfilter.rules.schema import SchemaModel
+from dumpfilter.rules.statement_info import Kind
+from dumpfilter.rules.statements import statement_tables
 from dumpfilter.rules.trigger_knowledge import TriggerKnowledge
 
 MARIADB = Settings(flavor="mariadb")
@@ -514,3 +516,57 @@ def test_alter_table_changes_the_columns_as_the_server_does(mariadb_factory):
     from_server = SchemaModel.from_server(f"mysql://root@127.0.0.1:{server.port}")
     assert model.tables == {key: cols for key, cols in from_server.tables.items() if key[0] == "d"}
     assert model.tables[("d", "t")] == ("a", "c2", "x2", "y", "z") and model.tables[("d", "s2")] == ("a", "b")
+
+
+_REPLAYED = st.one_of(
+    _DDL,
+    st.builds(lambda t, c: f"CREATE TABLE IF NOT EXISTS {t} ({c} INT)", st.sampled_from(_TABLES),
+              st.sampled_from(_COLUMNS)),
+    st.builds(lambda t: f"CREATE VIEW v AS SELECT * FROM {t}", st.sampled_from(_TABLES)),
+    st.just("DROP TABLE IF EXISTS v"),
+    st.just("DROP VIEW IF EXISTS v"),
+    st.builds(lambda t: f"CREATE TRIGGER tr AFTER INSERT ON {t} FOR EACH ROW INSERT INTO t3 VALUES (1)",
+              st.sampled_from(_TABLES)),
+    st.just("CREATE DATABASE e"),
+    st.builds(lambda t: f"CREATE TABLE e.{t} (a INT)", st.sampled_from(_TABLES)),
+    st.builds(lambda t: f"CREATE TEMPORARY TABLE {t} (z INT)", st.sampled_from(_TABLES)),
+    st.builds(lambda t: f"DROP TABLE {t}, e.{t}", st.sampled_from(_TABLES)),
+)
+
+
+def _replayed(sql: str) -> tuple[str, str, object]:
+    """A statement as `experiment`'s count replays it (spark_jobs.tasks.lone_units): an ALTER TABLE
+    that renames nothing by its table, anything else by its parse."""
+    info = statement_tables(sql, "d")
+    if info.kind is Kind.ALTER_TABLE and info.parse_ok and info.updated and not info.renames:
+        return sql, "d", info.updated[0]
+    return sql, "d", info
+
+
+@given(st.lists(_REPLAYED, max_size=16), st.lists(st.integers(min_value=0, max_value=16), max_size=4))
+@example(["CREATE TABLE t1 (a INT)", "ALTER TABLE t1 ADD COLUMN b INT", "DROP TABLE t1, e.t1"], [])
+@example(["CREATE TABLE t1 (a INT)", "CREATE TABLE IF NOT EXISTS t1 (b INT)", "ALTER TABLE t1 ADD COLUMN c INT"], [2])
+@example(["CREATE TABLE t1 (a INT)", "CREATE VIEW v AS SELECT * FROM t1", "CREATE TABLE IF NOT EXISTS v (b INT)",
+          "DROP TABLE IF EXISTS v"], [3])
+@example(["CREATE TABLE t2 (a INT)", "CREATE TRIGGER tr AFTER INSERT ON t2 FOR EACH ROW INSERT INTO t3 VALUES (1)",
+          "CREATE TABLE t2 (b INT)", "DROP TABLE IF EXISTS t2"], [])
+@settings(max_examples=120, deadline=None)
+def test_replay_leaves_what_observing_each_statement_leaves(ddl, cuts):
+    """`SchemaModel.replay` (a segment's lone DDL in one loop, a CREATE TABLE of its own columns
+    deferred with its table's ALTERs) leaves the model `observe` and `defer` leave one statement
+    at a time, read between batches cut anywhere or only at the end: tables, columns, databases,
+    views and triggers."""
+    one, batched = SchemaModel(), SchemaModel()
+    for sql, db, how in map(_replayed, ddl):
+        if isinstance(how, tuple):
+            one.defer(sql, db, how)
+        else:
+            one.observe(sql, db, how)
+    edges = sorted({0, len(ddl), *(min(c, len(ddl)) for c in cuts)})
+    for a, b in zip(edges, edges[1:]):
+        batched.replay([_replayed(sql) for sql in ddl[a:b]])
+        if b in cuts:
+            batched.tables  # (read mid-stream: what was deferred replayed)
+    assert batched.tables == one.tables
+    assert (batched.databases, batched.views, batched.triggers) == (one.databases, one.views, one.triggers)
+    assert batched.key() == one.key()

@@ -1,6 +1,6 @@
 """Issue #80 goal 4: the rule groups of a count share one schema model, replayed once a unit after
 every group decided it (count_walks.answer_all), and answer lone DDL by what its decision reads
-(rule_groups.LoneUnits.klass, RuleGroup._by_reads). A multi-table UPDATE's updated table follows
+(lone_units.LoneUnits.klass, rule_groups.RuleGroup._by_reads). A multi-table UPDATE's updated table follows
 the DDL before it: each candidate counted among many is counted as it is alone."""
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor, r
     time (`_unit_tables`), on a thread's first chunk and on a later one. So too
     under rules on databases alone, whose answers read no class (8 such candidates' count of the
     DDL-heavy binlog: 0.55 s decoding each DDL unit, 0.34 s by classes)."""
-    from dumpfilter.spark_jobs.tasks.rule_groups import LoneUnits
+    from dumpfilter.spark_jobs.tasks.lone_units import LoneUnits
 
     paths = generate(WorkloadSpec(seed=80, transactions=800, flavor=flavor, ddl_share=0.25,
                                   binlog_format="mixed"), tmp_path)
@@ -205,10 +205,13 @@ def test_lone_ddl_bytes_by_table_from_its_class(tmp_path, monkeypatch, flavor, r
 
 
 def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
-    """A DDL workload repeats its scratch tables' CREATE and DROP: each text is parsed once for the
-    count's classes (`LoneUnits.texts`); its ALTERs, each a text of its own, are one class the core
-    reads (`LoneUnits.core_classes`), met once; and the counts are those of parsing each unit."""
-    from dumpfilter.spark_jobs.tasks import rule_groups
+    """A DDL workload repeats its scratch tables' CREATE and DROP: the core numbers each such text
+    (`LoneUnits.core_classes`), and Python parses it once; its ALTERs, each a text of its own, are
+    one class the core reads, met once. A number answered, its later units are answered by the
+    core: a thread's next chunk hands Python no unit. And the counts are those of parsing each
+    unit, with the core's numbers or without them (past their bounds), by the texts Python
+    remembers (`LoneUnits.texts`)."""
+    from dumpfilter.spark_jobs.tasks import lone_units
 
     build = Build("mariadb").q("CREATE DATABASE db")
     for n in range(5):
@@ -216,30 +219,48 @@ def test_a_lone_text_met_again_is_not_parsed_again(tmp_path, monkeypatch):
         build.q("DROP TABLE IF EXISTS s", db="db")
     path = build.write(tmp_path / "m-bin.000001")
     parsed: list[str] = []
-    real = rule_groups.core_class  # (every text's first reader)
-    monkeypatch.setattr(rule_groups, "core_class", lambda sql, db, skip: parsed.append(sql) or real(sql, db, skip))
+    real = lone_units.core_class  # (every text's first reader)
+    monkeypatch.setattr(lone_units, "core_class", lambda sql, db, skip: parsed.append(sql) or real(sql, db, skip))
     classes: list[int] = []
-    by_class = rule_groups.LoneUnits._core_class
-    monkeypatch.setattr(rule_groups.LoneUnits, "_core_class",
+    by_class = lone_units.LoneUnits._core_class
+    monkeypatch.setattr(lone_units.LoneUnits, "_core_class",
                         lambda self, db, core: classes.append(core) or by_class(self, db, core))
+    handed: list[int] = []  # the LoneQuery records each buffer hands Python
+    read = lone_units.LoneUnits._read
+
+    def counted_read(self):
+        found = self.read
+        if found is not None:
+            self.read = lambda: (got := found()) and handed.append(len(got.others)) or got
+        read(self)
+
+    monkeypatch.setattr(lone_units.LoneUnits, "_read", counted_read)
     names = [(name, "heartbeat") for name in ("t1", "wild", "db")]
+    chunk, slaves = Chunk(0, str(path)), _topology(names).slaves
+    with ThreadPoolExecutor(1) as pool:  # (one thread: its LoneUnits held from one chunk to the next)
+        first = pool.submit(count_chunk, chunk, slaves).result()
+        assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 3  # CREATE DATABASE, CREATE, DROP
+        assert len(classes) == 1  # the five ALTERs' one class
+        assert sum(handed) == 16  # (every unit met first in the chunk's one buffer)
+        handed.clear()
+        again = pool.submit(count_chunk, chunk, slaves).result()
+        assert sum(handed) == 0 and len(parsed) == 3 and len(classes) == 1
+    assert [(c.counts, c.tables, c.statements) for c in again] == [(c.counts, c.tables, c.statements) for c in first]
     once = _count(path, names)
-    assert sorted(parsed) == sorted(set(parsed)) and len(parsed) == 3  # CREATE DATABASE, CREATE, DROP
-    assert classes == [0]  # the five ALTERs' one class
-    monkeypatch.setattr(rule_groups, "_TEXTS_CHARS", 60)  # two texts at a time: some parsed again
-    parsed.clear()
-    assert _count(path, names) == once and 3 < len(parsed) < 11
-    monkeypatch.setattr(rule_groups, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
-    parsed.clear()
-    assert _count(path, names) == once and len(parsed) == 11
-    # No class read by the core: every ALTER's text parsed, the same counts.
-    buffer = rule_groups.LoneUnits.buffer
+    # No number read by the core (its bounds passed): each text parsed, remembered by text.
+    buffer = lone_units.LoneUnits.buffer
 
     def by_text(self, units, formats, txn):
         buffer(self, units, formats, txn)
         self.read = lambda: units.lone_queries(formats, every=True)
 
-    monkeypatch.setattr(rule_groups.LoneUnits, "buffer", by_text)
+    monkeypatch.setattr(lone_units.LoneUnits, "buffer", by_text)
+    parsed.clear()
+    assert _count(path, names) == once and len(parsed) == 8  # (CREATE DATABASE, CREATE, DROP, each ALTER)
+    monkeypatch.setattr(lone_units, "_TEXTS_CHARS", 100)  # three texts at a time: some parsed again
+    parsed.clear()
+    assert _count(path, names) == once and 8 < len(parsed) < 16
+    monkeypatch.setattr(lone_units, "_TEXT_MAX", -1)  # nothing remembered: each unit parsed
     parsed.clear()
     assert _count(path, names) == once and len(parsed) == 16
 

@@ -307,7 +307,8 @@ records! {
         db: Py<PyString>,
         plain: Option<bool>,
         sql: Py<PyString>,
-        /// Its class's number (`lone_queries`' `classes`), -1: declined, or not asked.
+        /// Its number (`lone_queries`' `classes`): its class's, or its text's where its class is
+        /// declined; -1: not numbered, or not asked.
         class_id: i64,
     }
 
@@ -315,8 +316,23 @@ records! {
     LoneQueries = "LoneQueries" {
         /// LoneGroup per default database, the units whose SQL is plain.
         plain: Py<PyList> as Vec<LoneGroup>,
-        /// LoneQuery per other unit (or per unit), in order.
+        /// LoneQuery per other unit (or per unit), in order: with `resolved`, those of a number
+        /// not answered, or without one.
         others: Py<PyList> as Vec<LoneQuery>,
+        /// With `resolved`: the units of an answered number that replays (REPLAY or DEFER), in
+        /// order, each as its index and its number (u32 little-endian each).
+        replays: Py<PyBytes>,
+        /// The text of each of those, in order, where its number is DEFER's (else None).
+        texts: Py<PyList> as Vec<Option<String>>,
+    }
+
+    /// `UnitList.lone_sums`: the units left to Python (see lone_sums::lone_sums), in order,
+    /// whether each one's bytes were summed (its key met first this chunk), and each one's
+    /// LoneQuery where it is a lone unit (its class_id -1), else None.
+    LoneSums = "LoneSums" {
+        units: Vec<u32>,
+        summed: Vec<bool>,
+        queries: Py<PyList> as Vec<Option<LoneQuery>>,
     }
 
     /// A statement key met for the first time (by a scanner's walk, or in a segment's statement

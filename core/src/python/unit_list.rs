@@ -5,20 +5,21 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use dumpfilter_stub_attrs::stub;
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList};
 
 use super::held::Held;
 use super::lone_classes::PyLoneClasses;
 use super::results::{
-    statement_keys, LoneQueries, MysqlGtids, ScanResult, SendResult, StatementUnits, UnitEnd,
-    UnitEntry,
+    statement_keys, LoneQueries, LoneSums, MysqlGtids, ScanResult, SendResult, StatementUnits,
+    UnitEnd, UnitEntry,
 };
 use super::scan_thread::{Ahead, Pending, ScanJob};
 use super::scanner::PyScanner;
 use super::sent::{add_counts, send_result, SendConfig};
 use super::sent_bytes::SentBytes;
+use super::unit_list_reads::Answered;
 use super::{check_off, error_field};
 use crate::count_forms::FormsCache;
 use crate::gate_reads::GateReads;
@@ -341,17 +342,39 @@ impl PyUnitList {
     /// gives per part (its format's QUERY post-header length, its checksum length, the first unit
     /// the format is in force for): the part's units before that one (an FDE inside the part
     /// changed the format) are left out, as is every other unit. Texts decode as UTF-8 with
-    /// surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery's class
-    /// numbered there (`class_id`; -1 where declined or not asked).
-    #[pyo3(signature = (formats, every = false, classes = None))]
+    /// surrogateescape, as `codec.event.query_text` does. `classes`: each LoneQuery's number
+    /// there (`class_id`: its class's, or its text's where its class is declined; -1 where not
+    /// numbered or not asked). `resolved` (with `classes`, `class_of` and `key_of`: see
+    /// lone_class::resolved_at): a unit with a GTID of a number answered there, plain or not
+    /// (not one Python must tell), has its code and key written into `class_of` and `key_of` (a
+    /// u32 a unit) and no LoneQuery; those that replay are listed in `replays` (a DEFER number's
+    /// with their texts in `texts`). ValueError where `class_of` or `key_of` is short.
+    #[pyo3(signature = (formats, every = false, classes = None, resolved = None, class_of = None, key_of = None))]
+    #[allow(clippy::too_many_arguments)]
     fn lone_queries<'py>(
         &self,
         py: Python<'py>,
         formats: Vec<(usize, usize, usize)>,
         every: bool,
         classes: Option<PyRef<'py, PyLoneClasses>>,
+        resolved: Option<&[u8]>,
+        class_of: Option<Bound<'py, PyByteArray>>,
+        key_of: Option<Bound<'py, PyByteArray>>,
     ) -> PyResult<LoneQueries> {
         let mut classes = classes.as_ref().map(|c| c.lock());
+        let answered = match (resolved, &class_of, &key_of) {
+            (Some(resolved), Some(class_of), Some(key_of)) => Some(Answered {
+                resolved,
+                class_of,
+                key_of,
+            }),
+            (None, None, None) => None,
+            _ => {
+                return Err(PyValueError::new_err(
+                    "lone_queries: resolved, class_of and key_of go together",
+                ))
+            }
+        };
         super::unit_list_reads::lone_queries(
             py,
             &self.list,
@@ -359,6 +382,35 @@ impl PyUnitList {
             &formats,
             every,
             classes.as_deref_mut(),
+            answered,
+        )
+    }
+
+    /// The bytes of the lone units among `left` summed by key (see lone_sums::lone_sums): `key_of`
+    /// each unit's key (as `lone_queries` writes it), `shares` each key's tables (u32 LE; 0:
+    /// none, 0xFFFFFFFF: not known), `sums` 24 bytes a key, `met` a byte a key; `formats` as
+    /// `lone_queries` takes them. Returns the units left to Python; ValueError where a key is
+    /// past `sums` or `met`.
+    #[allow(clippy::too_many_arguments)]
+    fn lone_sums(
+        &self,
+        py: Python<'_>,
+        formats: Vec<(usize, usize, usize)>,
+        left: Vec<u32>,
+        key_of: &[u8],
+        shares: &[u8],
+        sums: Bound<'_, PyByteArray>,
+        met: Bound<'_, PyByteArray>,
+    ) -> PyResult<LoneSums> {
+        super::unit_list_reads::lone_sums(
+            py,
+            &self.list,
+            &self.bufs,
+            &formats,
+            &left,
+            (key_of, shares),
+            &sums,
+            &met,
         )
     }
 

@@ -6,17 +6,26 @@
 use dumpfilter_stub_attrs::stub;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyString};
 
 use super::held::Held;
-use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, MysqlGtids};
+use super::results::{GtidRun, LoneGroup, LoneQueries, LoneQuery, LoneSums, MysqlGtids};
 use super::text;
 use crate::gate_reads::GateReads;
 use crate::gtid_runs;
-use crate::lone_class::LoneClasses;
+use crate::lone_class::{self, LoneClasses};
 use crate::sql;
 use crate::stmt_units::StmtUnits;
 use crate::unit_list::UnitList;
+
+/// What `lone_queries` answers in place for the units of a number Python has answered
+/// (lone_class::resolved_at): `resolved`, and each unit's class code and key written into
+/// `class_of` and `key_of` (a u32 a unit).
+pub(super) struct Answered<'a> {
+    pub resolved: &'a [u8],
+    pub class_of: &'a Bound<'a, PyByteArray>,
+    pub key_of: &'a Bound<'a, PyByteArray>,
+}
 
 /// `UnitList.lone_queries` (see there) over `list`, its parts' buffers `bufs`.
 pub(super) fn lone_queries(
@@ -26,11 +35,26 @@ pub(super) fn lone_queries(
     formats: &[(usize, usize, usize)],
     every: bool,
     mut classes: Option<&mut LoneClasses>,
+    answered: Option<Answered<'_>>,
 ) -> PyResult<LoneQueries> {
+    if let Some(a) = &answered {
+        let n = 4 * list.units.len();
+        if classes.is_none() || a.class_of.len() < n || a.key_of.len() < n {
+            return Err(PyValueError::new_err(
+                "lone_queries: resolved needs classes, and class_of and key_of of 4 bytes a unit",
+            ));
+        }
+    }
     let others = PyList::empty(py);
-    // A segment's DDL names a few databases: a short list beats hashing.
+    let texts = PyList::empty(py);
+    let mut replays: Vec<u8> = Vec::new();
+    let mut writes: Vec<(usize, u32, u32)> = Vec::new(); // (unit, code, key), written after the loop
+                                                         // A segment's DDL names a few databases: a short list beats hashing.
     let mut plain: Vec<(&[u8], Vec<u8>)> = Vec::new();
     for (k, u) in list.units.iter().enumerate() {
+        if !u.may_be_lone() {
+            continue; // (most units: the record alone says)
+        }
         let p = u.part as usize;
         let (Some(&(post, crc, from)), Some(buf)) = (formats.get(p), bufs.get(p)) else {
             continue;
@@ -51,6 +75,26 @@ pub(super) fn lone_queries(
             }
             if is_plain != Some(true) || every {
                 let class = classes.as_deref_mut().and_then(|c| c.class_of(db, sql));
+                // (a unit without a GTID has no class; one Python must tell plain goes to Python)
+                let found = match (&answered, class) {
+                    (Some(a), Some(n)) if u.gtid_size > 0 && is_plain.is_some() => {
+                        lone_class::resolved_at(a.resolved, n).map(|r| (n, r))
+                    }
+                    _ => None,
+                };
+                if let Some((n, (key, code, flags))) = found {
+                    writes.push((k, code, key));
+                    if flags & (lone_class::LONE_REPLAY | lone_class::LONE_DEFER) != 0 {
+                        replays.extend_from_slice(&(k as u32).to_le_bytes());
+                        replays.extend_from_slice(&n.to_le_bytes());
+                        if flags & lone_class::LONE_DEFER != 0 {
+                            texts.append(text(py, sql)?)?;
+                        } else {
+                            texts.append(py.None())?;
+                        }
+                    }
+                    continue;
+                }
                 others.append(LoneQuery {
                     unit: k,
                     gtid_size: u.gtid_size as usize,
@@ -63,6 +107,15 @@ pub(super) fn lone_queries(
             }
         }
     }
+    if let Some(a) = &answered {
+        // SAFETY: no Python code runs while the bytearrays' buffers are borrowed here, and the two
+        // are not one (a bytearray's buffer is its own).
+        let (class_of, key_of) = unsafe { (a.class_of.as_bytes_mut(), a.key_of.as_bytes_mut()) };
+        for (k, code, key) in writes {
+            class_of[4 * k..4 * k + 4].copy_from_slice(&code.to_le_bytes());
+            key_of[4 * k..4 * k + 4].copy_from_slice(&key.to_le_bytes());
+        }
+    }
     let groups = plain.into_iter().map(|(db, ks)| {
         Ok(LoneGroup {
             db: text(py, db)?.unbind(),
@@ -72,6 +125,64 @@ pub(super) fn lone_queries(
     Ok(LoneQueries {
         plain: super::list(py, groups)?,
         others: others.unbind(),
+        replays: PyBytes::new(py, &replays).unbind(),
+        texts: texts.unbind(),
+    })
+}
+
+/// `UnitList.lone_sums` (see there) over `list`, its parts' buffers `bufs`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn lone_sums(
+    py: Python<'_>,
+    list: &UnitList,
+    bufs: &[Held],
+    formats: &[(usize, usize, usize)],
+    left: &[u32],
+    (key_of, shares): (&[u8], &[u8]),
+    sums: &Bound<'_, PyByteArray>,
+    met: &Bound<'_, PyByteArray>,
+) -> PyResult<LoneSums> {
+    // SAFETY: no Python code runs while the bytearrays' buffers are borrowed here, and the two
+    // are not one.
+    let got = unsafe {
+        crate::lone_sums::lone_sums(
+            list,
+            left,
+            key_of,
+            shares,
+            sums.as_bytes_mut(),
+            met.as_bytes_mut(),
+        )
+    }
+    .map_err(|key| {
+        PyValueError::new_err(format!("lone_sums: key {key} is past the sums or met"))
+    })?;
+    let queries = PyList::empty(py);
+    for g in &got {
+        let k = g.unit as usize;
+        let read = list.units.get(k).and_then(|u| {
+            let (post, crc, from) = *formats.get(u.part as usize)?;
+            let buf = bufs.get(u.part as usize)?.bytes(py);
+            let (db, sql) = (k >= from).then(|| list.lone_query(k, buf, post, crc))??;
+            Some((u, &buf[db], &buf[sql]))
+        });
+        match read {
+            Some((u, db, sql)) => queries.append(LoneQuery {
+                unit: k,
+                gtid_size: u.gtid_size as usize,
+                size: u.end() - u.start(),
+                db: text(py, db)?.unbind(),
+                plain: sql::plain_statement(sql),
+                sql: text(py, sql)?.unbind(),
+                class_id: -1,
+            })?,
+            None => queries.append(py.None())?,
+        }
+    }
+    Ok(LoneSums {
+        units: got.iter().map(|g| g.unit).collect(),
+        summed: got.iter().map(|g| g.summed).collect(),
+        queries: queries.unbind(),
     })
 }
 
