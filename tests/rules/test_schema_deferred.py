@@ -70,5 +70,12 @@ def test_deferred_text_past_its_bound_is_replayed(monkeypatch):
     for n in range(10):
         model.defer(f"ALTER TABLE t ADD COLUMN c{n} int", "d", ("d", "t"))
         assert model._deferred_chars <= 100
-    assert not model._deferred or sum(len(s) for s, _ in model._deferred[("d", "t")]) == model._deferred_chars
+    assert not model._deferred or sum(len(s) for s, _, _ in model._deferred[("d", "t")]) == model._deferred_chars
     assert model.columns("d", "t") == ("a", *(f"c{n}" for n in range(10)))
+    # A segment's replay (`SchemaModel.replay`) defers a CREATE TABLE of its own columns too, in the
+    # same bound: each table created, none lost.
+    for n in range(10):
+        sql = f"CREATE TABLE u{n} (a int, b{n} int)"
+        model.replay([(sql, "d", statement_tables(sql, "d"))])
+        assert model._deferred_chars <= 100
+    assert all(model.columns("d", f"u{n}") == ("a", f"b{n}") for n in range(10))
