@@ -77,7 +77,6 @@ __all__ = [
     "Renumbered",
     "ReplicaFrames",
     "RouteOutput",
-    "SHARES_UNKNOWN",
     "SKIP_EMPTY",
     "SKIP_HEARTBEAT",
     "SKIP_PLACEHOLDER",
@@ -179,7 +178,6 @@ ROW_KEEP: typing.Final[builtins.int]
 ROW_PARTIAL: typing.Final[builtins.int]
 ROW_SKIP: typing.Final[builtins.int]
 ROW_SLOW: typing.Final[builtins.int]
-SHARES_UNKNOWN: typing.Final[builtins.int]
 SKIP_EMPTY: typing.Final[builtins.int]
 SKIP_HEARTBEAT: typing.Final[builtins.int]
 SKIP_PLACEHOLDER: typing.Final[builtins.int]
@@ -1537,7 +1535,7 @@ class UnitList:
         r"""
         The bytes of the lone units among `left` summed by key (see lone_sums::lone_sums): `key_of`
         each unit's key (as `lone_queries` writes it), `shares` each key's tables (u32 LE; 0:
-        none, 0xFFFFFFFF: not known), `sums` 24 bytes a key, `met` a byte a key; `formats` as
+        grouped by its text, its units not summed), `sums` 24 bytes a key, `met` a byte a key; `formats` as
         `lone_queries` takes them. Returns the units left to Python; ValueError where a key is
         past `sums` or `met`.
         """

@@ -9,9 +9,6 @@
 use crate::le::u32_at;
 use crate::unit_list::UnitList;
 
-/// `shares`: a key's tables not known yet (Python reads its first unit: `lone_sums`).
-pub const SHARES_UNKNOWN: u32 = u32::MAX;
-
 /// A unit `lone_sums` leaves to Python, and whether its bytes were summed (its key met first
 /// this chunk: Python puts the key in place) or not (Python reads it whole).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +19,8 @@ pub struct Left {
 
 /// The units of `left` (indices into `list`, in order), each by its key (`key_of`: a u32 per unit,
 /// little-endian; past the end, or a `rows::CLASS_*` value: none) and its key's number of tables
-/// (`shares`: a u32 per key; 0: its statements update none, SHARES_UNKNOWN or past the end: not
-/// known yet). A unit of a key with tables has its bytes added into `sums` (24 bytes a key, u64
+/// (`shares`: a u32 per key; 0: its statements update none, grouped by their text; past the end:
+/// not known). A unit of a key with tables has its bytes added into `sums` (24 bytes a key, u64
 /// little-endian: its statements' bytes, each table's share of the GTID events, and what the
 /// divisions left over, which goes to the first table) and is returned, summed, only where its
 /// key was not met this chunk (`met`: a byte per key, then set). Every other unit is returned,
@@ -43,7 +40,7 @@ pub fn lone_sums(
         let tables = if key >= crate::rows::CLASS_STAYS {
             None
         } else {
-            u32_at(shares, 4 * key as usize).filter(|&n| n != 0 && n != SHARES_UNKNOWN)
+            u32_at(shares, 4 * key as usize).filter(|&n| n != 0)
         };
         let (Some(tables), Some(u)) = (tables, list.units.get(k as usize)) else {
             out.push(Left {
@@ -111,10 +108,10 @@ mod tests {
 
     #[test]
     fn units_of_a_known_key_are_summed_and_only_its_first_this_chunk_returned() {
-        // units: key 0 (2 tables) twice, no key, key 1 (tables unknown), key 2 (no tables), key 0
+        // units: key 0 (2 tables) twice, no key, key 3 (past the shares), key 2 (no tables), key 0
         let l = list(&[(42, 100), (43, 90), (40, 70), (42, 60), (42, 50), (0, 30)]);
-        let key_of = words(&[0, 0, CLASS_LEFT, 1, 2, 0]);
-        let shares = words(&[2, SHARES_UNKNOWN, 0]);
+        let key_of = words(&[0, 0, CLASS_LEFT, 3, 2, 0]);
+        let shares = words(&[2, 1, 0]);
         let (mut sums, mut met) = (vec![0u8; 72], vec![0u8; 3]);
         let all: Vec<u32> = (0..6).collect();
         let got = lone_sums(&l, &all, &key_of, &shares, &mut sums, &mut met).unwrap();
@@ -131,6 +128,7 @@ mod tests {
         // (100-42 + 90-43 + 30-0; 21 + 21 + 0; 0 + 1 + 0)
         assert_eq!(sums_of(&sums, 0), [58 + 47 + 30, 21 + 21, 1]);
         assert_eq!(sums_of(&sums, 1), [0, 0, 0]);
+        assert_eq!(sums_of(&sums, 2), [0, 0, 0]);
         assert_eq!(met, vec![1, 0, 0]);
         // The chunk's next buffer: key 0 met, nothing of it returned.
         let got = lone_sums(&l, &[1], &key_of, &shares, &mut sums, &mut met).unwrap();

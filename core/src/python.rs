@@ -161,7 +161,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
         unit_list_reads::reaches_key_alone, held_bytes, unit_list_reads::mysql_gtids_at,
         split::gtid_marks, stmt_pieces::statement_pieces, verify_forms::relayed, sent_bytes::join_parts,
     }
-    use crate::{keep, lone_class, lone_sums, skip_forms, stmt};
+    use crate::{keep, lone_class, skip_forms, stmt};
     constants! { m;
         scan: UNIT_WORDS, F_FAST, F_COMPLETE;
         keep: KEEP_DROP, KEEP_KEEP, KEEP_ASK;
@@ -169,7 +169,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
             KIND_REPLACE_SELECT;
         rows: ROW_SKIP, ROW_PARTIAL, ROW_KEEP, ROW_SLOW, CLASS_UNREAD, CLASS_LEFT, CLASS_STAYS;
         lone_class: LONE_RESOLVED, LONE_REPLAY, LONE_DEFER;
-        lone_sums: SHARES_UNKNOWN;
         skip_forms: SKIP_STOP, SKIP_HEARTBEAT, SKIP_PLACEHOLDER, SKIP_EMPTY;
         scan: F_ROTATE_END, F_HAS_FDE, F_MARIADB_GTID, F_MYSQL_GTID, F_TAGGED_GTID,
             F_ANONYMOUS_GTID, F_UNKNOWN_NON_IGNORABLE, F_PAYLOAD;

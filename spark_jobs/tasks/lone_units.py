@@ -9,8 +9,7 @@ import struct
 from collections.abc import Callable, Hashable
 
 from dumpfilter import _core
-from dumpfilter._core import (CLASS_LEFT, CLASS_STAYS, CLASS_UNREAD, LONE_DEFER, LONE_REPLAY, LONE_RESOLVED,
-                              SHARES_UNKNOWN)
+from dumpfilter._core import CLASS_LEFT, CLASS_STAYS, CLASS_UNREAD, LONE_DEFER, LONE_REPLAY, LONE_RESOLVED
 from dumpfilter.codec import Transaction
 from dumpfilter.codec.transactions import CONTROL
 from dumpfilter.rules.evaluate import RuleEngine
@@ -78,9 +77,9 @@ class LoneUnits:
         # the buffer's lone units of a key whose statement the schema model replays (DDL, CREATE
         # FUNCTION), by unit: (statement, default database, parse)
         self.replays: dict[int, tuple[str, str | None, Replay]] = {}
-        # The bytes by table (`tally`): by key, its statements' group, its number of tables
-        # (u32, SHARES_UNKNOWN before its first unit), its sums this chunk (three u64) and whether
-        # met this chunk (a byte); the keys met, in order.
+        # The bytes by table (`tally`): by key, its statements' group, its number of tables (u32, 0:
+        # grouped by its text), its sums this chunk (three u64, the core's) and whether met this
+        # chunk (a byte); the keys met, in order.
         self._groups: dict[int, StatementGroup] = {}
         self._shares, self._sums, self._met = bytearray(), bytearray(), bytearray()
         self._met_keys: list[int] = []
@@ -193,39 +192,32 @@ class LoneUnits:
         if not left:
             return
         assert self._units is not None  # (set by `buffer`)
-        more = len(self.keys) - len(self._met)
-        if more > 0:  # (keys numbered since: their shares not known yet)
-            self._shares += struct.pack(f"<{more}I", *[SHARES_UNKNOWN] * more)
-            self._sums += bytes(24 * more)
-            self._met += bytes(more)
+        if len(self._met) < len(self.keys):  # (keys numbered since: each one's group and tables)
+            self._add_keys()
         got = self._units.lone_sums(self._formats, left, bytes(self.key_of), bytes(self._shares), self._sums,
                                     self._met)
-        if not got.units:
-            return
-        met, groups = self._met, self._groups
-        with (memoryview(self._shares).cast("I") as shares, memoryview(self._sums).cast("Q") as sums,
-              memoryview(self.key_of).cast("I") as keys):
+        with memoryview(self.key_of).cast("I") as keys:
             for k, summed, q in zip(got.units, got.summed, got.queries):
-                if q is None or (c := keys[k]) >= CLASS_STAYS:  # (no key: not a lone unit with a GTID, or LEFT)
+                # (summed: a key's first unit this chunk, put in place in the dicts' order; any other
+                # unit the core leaves is read unit by unit: one without a key, of a key grouped by
+                # its text, or whose key it does not know)
+                if not summed or q is None:
                     other(k)
                     continue
-                n = shares[c]
-                if n == SHARES_UNKNOWN:  # (the key's first unit: its group, and its tables)
-                    infos = self.infos[c]
-                    groups[c] = statement_group(infos[0] or "", *infos[1:], "", STATEMENT_GROUPS_MAX)
-                    n = shares[c] = len(groups[c][2])
-                if not n:  # (grouped by its text)
-                    other(k)
-                    continue
-                if summed or not met[c]:  # the key's first unit this chunk: put in place (the dicts' order)
-                    met[c] = 1
-                    self._met_keys.append(c)
-                    lone_tables(groups[c], q.sql, [0, 0, 0, n], tables, statements)
-                if not summed:
-                    gtid = q.gtid_size
-                    sums[3 * c] += q.size - gtid
-                    sums[3 * c + 1] += gtid // n
-                    sums[3 * c + 2] += gtid % n
+                c = keys[k]
+                self._met_keys.append(c)
+                lone_tables(self._groups[c], q.sql, [0, 0, 0], tables, statements)
+
+    def _add_keys(self) -> None:
+        """The group and number of tables (`_shares`: 0 where it is grouped by its text) of each key
+        numbered since the last, and its sums and met byte, for the core's `lone_sums`."""
+        new = range(len(self._met), len(self.keys))
+        for c in new:
+            db, kind, updated = self.infos[c]
+            self._groups[c] = statement_group(db or "", kind, updated, "", STATEMENT_GROUPS_MAX)
+        self._shares += struct.pack(f"<{len(new)}I", *[len(self._groups[c][2]) for c in new])
+        self._sums += bytes(24 * len(new))
+        self._met += bytes(len(new))
 
     def flush(self, tables: Tables, statements: Statements) -> None:
         """The bytes `tally` summed by key added to a chunk's; none summed after."""

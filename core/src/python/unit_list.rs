@@ -388,7 +388,7 @@ impl PyUnitList {
 
     /// The bytes of the lone units among `left` summed by key (see lone_sums::lone_sums): `key_of`
     /// each unit's key (as `lone_queries` writes it), `shares` each key's tables (u32 LE; 0:
-    /// none, 0xFFFFFFFF: not known), `sums` 24 bytes a key, `met` a byte a key; `formats` as
+    /// grouped by its text, its units not summed), `sums` 24 bytes a key, `met` a byte a key; `formats` as
     /// `lone_queries` takes them. Returns the units left to Python; ValueError where a key is
     /// past `sums` or `met`.
     #[allow(clippy::too_many_arguments)]
